@@ -1,0 +1,3 @@
+from smoldata_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""Turn one newline-framed line into JSON values, two ways.
+
+The fast way is ``orjson.loads`` on the bytes. It is only trusted where it
+provably agrees with what the training wrapper does with the same bytes
+(``bytes.decode()``, ``str.splitlines()``, ``str.strip()``, ``json.loads``).
+Everywhere else :func:`parse_exactly` repeats the wrapper's own steps.
+
+Where the two could disagree, and how the fast path notices:
+
+* ``str.splitlines()`` also breaks at ``\\r``, ``\\v``, ``\\f``, ``\\x1c-\\x1e``,
+  U+0085, U+2028 and U+2029. Raw control characters are invalid JSON, so a line
+  orjson accepts can only hold ``\\r`` (as whitespace) or the three non-ASCII
+  ones (raw, inside strings, as OpenCode writes them): :func:`wrapper_may_split`.
+* Integers beyond 64 bits become floats in orjson but ints in ``json``; only
+  callIDs are compared by value, so a numeric callID is re-read exactly
+  (the caller decides, see ``analysis``).
+* ``json.loads`` recurses once per nesting level and raises ``RecursionError``
+  (uncaught by the wrapper) around 1,000 levels, the exact depth depending on
+  the caller's stack; orjson stops at 1,024. Lines that might nest that deep
+  are re-read exactly: :func:`may_nest_deeply`.
+* Everything orjson rejects (NaN, lone surrogate escapes, huge numbers, bad
+  UTF-8, a BOM, ...) is re-read exactly, so json's leniency is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+# A line orjson accepts can contain these and still be cut by str.splitlines().
+_CR = b"\r"
+_NON_ASCII_BREAKS = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+_BREAK_NAMES = {
+    "\n": "LF",
+    "\r": "CR",
+    "\x0b": "VT (\\x0b)",
+    "\x0c": "FF (\\x0c)",
+    "\x1c": "FS (\\x1c)",
+    "\x1d": "GS (\\x1d)",
+    "\x1e": "RS (\\x1e)",
+    "\x85": "NEL (U+0085)",
+    "\u2028": "LINE SEPARATOR (U+2028)",
+    "\u2029": "PARAGRAPH SEPARATOR (U+2029)",
+}
+# Deeper than this, json.loads may raise RecursionError; each level costs two bytes.
+DEEP_NESTING = 400
+
+
+def block_may_split(block: bytes) -> tuple[bool, bool]:
+    """(has CR, has non-ASCII): whether any line of the block needs :func:`wrapper_may_split`."""
+    return _CR in block, not block.isascii()
+
+
+def wrapper_may_split(line: bytes, has_cr: bool, has_non_ascii: bool) -> bool:
+    """Whether ``str.splitlines()`` could cut this (orjson-valid) line."""
+    if has_cr and _CR in line:
+        return True
+    if has_non_ascii and not line.isascii():
+        return any(mark in line for mark in _NON_ASCII_BREAKS)
+    return False
+
+
+def may_nest_deeply(line: bytes) -> bool:
+    """Whether the line could nest deep enough for json.loads to recurse out."""
+    return len(line) > 2 * DEEP_NESTING and line.count(b"[") + line.count(b"{") > DEEP_NESTING
+
+
+@dataclass(slots=True)
+class Piece:
+    """One piece of a line as the wrapper sees it: a parsed value or the exception."""
+
+    text: str
+    value: object = None
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class ExactLine:
+    """A line read with the wrapper's own semantics."""
+
+    decode_error: UnicodeDecodeError | None
+    pieces: list[Piece]  # the wrapper's non-blank splitlines() pieces, in order
+    events: list[Piece]  # what a newline-framed reader (the timeline) shows
+    breaks: list[str] = field(default_factory=list)  # names of the extra line breaks found
+
+    @property
+    def split_differently(self) -> bool:
+        """The wrapper's pieces are not the single newline-framed line a reader sees."""
+        if not self.breaks or self.pieces is self.events:
+            return False
+        if len(self.pieces) == len(self.events) == 1:
+            piece, event = self.pieces[0], self.events[0]
+            if piece.error is None and event.error is None and piece.value == event.value:
+                return False  # e.g. a CRLF line ending: same value either way
+        return True
+
+
+def _load(text: str) -> Piece:
+    try:
+        return Piece(text, json.loads(text))
+    except Exception as exc:  # ValueError is caught by the wrapper, RecursionError is not
+        return Piece(text, error=exc)
+
+
+def parse_exactly(line: bytes) -> ExactLine:
+    """Read one line (without its ``\\n``) exactly as the wrapper would."""
+    decode_error = None
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        decode_error = exc
+        text = line.decode("utf-8", "replace")
+    pieces = [_load(piece) for piece in text.splitlines() if piece.strip()]
+    breaks = sorted({_BREAK_NAMES[ch] for ch in text if ch in _BREAK_NAMES and ch != "\n"})
+    if len(pieces) == 1 and pieces[0].text == text:
+        events = pieces
+    elif not pieces:
+        events = []
+    else:
+        whole = _load(text)
+        events = [whole] if whole.error is None else pieces
+    return ExactLine(decode_error, pieces, events, breaks)

@@ -1,0 +1,215 @@
+"""The training wrapper's verdict (``native_tool_calls``), computed incrementally.
+
+The seed's ``fetch_training_trace`` runs in phases, each over the whole log
+before the next starts:
+
+1. decode the bytes (``UnicodeDecodeError`` is a ``ValueError``: caught);
+2. ``json.loads`` every non-blank ``str.splitlines()`` piece;
+3. ``event.get("type")`` on every event, ``event["part"]`` for ``tool_use``;
+4. ``part["callID"]`` for every part;
+5. some event has type ``step_finish``;
+6. no falsy id, every id hashable, no id twice;
+7. every part's ``state.get("status")`` is ``completed`` or ``error``.
+
+The first exception ends the rule. So the outcome is decided by the earliest
+phase that fails anywhere in the stream, and within that phase by the first
+failing item. This machine keeps the first failure of every phase as the
+bytes stream by and combines them at the end, which gives exactly the seed's
+answer without holding the events in memory. Each check is the seed's own
+expression evaluated on the same value, so the exception it raises (type and
+message) is the seed's too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CAUGHT = (OSError, ValueError, KeyError, TypeError)  # the seed's except clause
+_SETTLED = {"completed", "error"}
+
+PHASE_DECODE = 1
+PHASE_JSON = 2
+PHASE_PARTS = 3
+PHASE_IDS = 4
+PHASE_STEP_FINISH = 5
+PHASE_ID_VALUES = 6
+PHASE_STATUS = 7
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The first thing that failed in one phase of the seed's rule."""
+
+    phase: int
+    line: int | None  # 1-based physical line; None for stream-wide failures
+    exception: BaseException
+    explanation: str
+
+    @property
+    def crashes(self) -> bool:
+        return not isinstance(self.exception, CAUGHT)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What ``turn.metadata["native_tool_calls"]`` becomes, and why."""
+
+    native_tool_calls: int | None
+    failure: Failure | None = None
+
+    @property
+    def wrapper_crash(self) -> str | None:
+        """The exception class that escapes the wrapper, or None."""
+        if self.failure is not None and self.failure.crashes:
+            return type(self.failure.exception).__name__
+        return None
+
+    @property
+    def reason(self) -> str | None:
+        """``"ValueError: Unfinished tool action"``-style reason, or None for an int."""
+        if self.failure is None:
+            return None
+        exc = self.failure.exception
+        return f"{type(exc).__name__}: {exc}"
+
+    def badge(self) -> str:
+        """One line for headers and tables."""
+        if self.failure is None:
+            return f"native_tool_calls = {self.native_tool_calls}"
+        where = f" (line {self.failure.line})" if self.failure.line else ""
+        if self.failure.crashes:
+            return f"wrapper would crash — {self.reason}{where}"
+        return f"None — {self.reason}{where}"
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class VerdictMachine:
+    """Feed it what the seed's phases see, in stream order; ask for the verdict at any time."""
+
+    def __init__(self) -> None:
+        self._first: dict[int, Failure] = {}
+        self._ids_seen: dict[object, int] = {}
+        self._calls = 0
+        self._has_step_finish = False
+        self._falsy_id: Failure | None = None
+        self._unhashable_id: Failure | None = None
+        self._repeated_id: Failure | None = None
+
+    # --- phase 1 and 2 -------------------------------------------------------------------
+    def undecodable(self, line: int, exc: UnicodeDecodeError, stream_offset: int) -> None:
+        self._note(
+            PHASE_DECODE, line, exc, f"byte {stream_offset} is not valid UTF-8, so decoding the log fails"
+        )
+
+    def unparsable(self, line: int, exc: BaseException) -> None:
+        self._note(PHASE_JSON, line, exc, f"json.loads fails on line {line}")
+
+    # --- phases 3 to 7, one parsed value at a time ----------------------------------------
+    def event(self, line: int, event: object, *, exact: bool = True) -> bool:
+        """Take one parsed event; False (and nothing recorded) if it needs exact re-parsing.
+
+        ``exact=False`` says the value came from orjson, whose float reading of
+        numbers can differ from ``json``'s int where a callID is compared by value.
+        """
+        first = self._first
+        try:
+            kind = event.get("type")  # type: ignore[attr-defined]
+        except Exception as exc:  # not a JSON object: AttributeError escapes the wrapper
+            if PHASE_PARTS not in first:
+                self._note(PHASE_PARTS, line, exc, f"line {line} is {type(event).__name__}, not an object")
+            return True
+        if kind == "step_finish":
+            self._has_step_finish = True
+            return True
+        if kind != "tool_use":
+            return True
+        try:
+            part = event["part"]  # type: ignore[index]
+        except Exception as exc:
+            if PHASE_PARTS not in first:
+                self._note(PHASE_PARTS, line, exc, f"tool_use on line {line} has no part")
+            return True
+        try:
+            call_id = part["callID"]
+        except Exception as exc:
+            self._calls += 1
+            if PHASE_IDS not in first:
+                self._note(PHASE_IDS, line, exc, f"the tool part on line {line} has no callID to read")
+            return True
+        if not exact and type(call_id) is float:
+            return False
+        self._calls += 1
+        self._check_id(line, call_id)
+        if PHASE_STATUS not in first:
+            try:
+                unfinished = part.get("state", {}).get("status") not in _SETTLED
+            except Exception as exc:
+                self._note(PHASE_STATUS, line, exc, f"the tool state on line {line} cannot be read")
+            else:
+                if unfinished:
+                    self._note(
+                        PHASE_STATUS,
+                        line,
+                        ValueError("Unfinished tool action"),
+                        f"the call on line {line} is not completed or error",
+                    )
+        return True
+
+    def _check_id(self, line: int, call_id: object) -> None:
+        # Phase 6 is three checks, each over all ids: any falsy id, then set(ids)
+        # (raising on the first unhashable id), then a size mismatch (a repeat).
+        if not call_id:
+            if self._falsy_id is None:
+                self._falsy_id = Failure(
+                    PHASE_ID_VALUES,
+                    line,
+                    ValueError("Missing or repeated tool action IDs"),
+                    f"callID {_describe(call_id)} on line {line} is falsy",
+                )
+            return
+        try:
+            first_line = self._ids_seen.get(call_id)
+        except TypeError as exc:
+            if self._unhashable_id is None:
+                self._unhashable_id = Failure(
+                    PHASE_ID_VALUES,
+                    line,
+                    exc,
+                    f"callID on line {line} is a {type(call_id).__name__}",
+                )
+            return
+        if first_line is None:
+            self._ids_seen[call_id] = line
+        elif self._repeated_id is None:
+            self._repeated_id = Failure(
+                PHASE_ID_VALUES,
+                line,
+                ValueError("Missing or repeated tool action IDs"),
+                f"callID {_describe(call_id)} on line {line} repeats the one on line {first_line}",
+            )
+
+    def _note(self, phase: int, line: int | None, exc: BaseException, why: str) -> None:
+        """Keep the first failure of a phase."""
+        if phase not in self._first:
+            self._first[phase] = Failure(phase, line, exc, why)
+
+    def verdict(self) -> Verdict:
+        """The verdict if the stream ended now."""
+        first = dict(self._first)
+        id_failure = self._falsy_id or self._unhashable_id or self._repeated_id
+        if id_failure is not None:
+            first[PHASE_ID_VALUES] = id_failure
+        if not self._has_step_finish:
+            first[PHASE_STEP_FINISH] = Failure(
+                PHASE_STEP_FINISH,
+                None,
+                ValueError("Incomplete OpenCode event stream"),
+                "no step_finish event anywhere in the log",
+            )
+        if first:
+            return Verdict(None, first[min(first)])
+        return Verdict(self._calls)
