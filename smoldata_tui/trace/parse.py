@@ -88,6 +88,8 @@ class ExactLine:
         """The wrapper's pieces are not the single newline-framed line a reader sees."""
         if not self.breaks or self.pieces is self.events:
             return False
+        if all(item.error is not None for item in (*self.pieces, *self.events)):
+            return False  # malformed whichever way it is cut
         if len(self.pieces) == len(self.events) == 1:
             piece, event = self.pieces[0], self.events[0]
             if piece.error is None and event.error is None and piece.value == event.value:
@@ -117,6 +119,9 @@ def parse_exactly(line: bytes) -> ExactLine:
     elif not pieces:
         events = []
     else:
+        # A reader that frames by newline sees one event; show the wrapper's pieces
+        # instead only when they hold events the whole line does not.
         whole = _load(text)
-        events = [whole] if whole.error is None else pieces
+        salvaged = whole.error is not None and any(piece.error is None for piece in pieces)
+        events = pieces if salvaged else [whole]
     return ExactLine(decode_error, pieces, events, breaks)

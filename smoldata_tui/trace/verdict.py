@@ -112,9 +112,13 @@ class VerdictMachine:
     def event(self, line: int, event: object, *, exact: bool = True) -> bool:
         """Take one parsed event; False (and nothing recorded) if it needs exact re-parsing.
 
-        ``exact=False`` says the value came from orjson, whose float reading of
-        numbers can differ from ``json``'s int where a callID is compared by value.
+        ``exact=False`` says the value came from orjson, which reads integers
+        beyond 64 bits as floats. That matters where a value's type reaches an
+        exception message (a non-object event, part or state) or where a callID
+        is compared by value; such events are asked for again, read by ``json``.
         """
+        if not exact and type(event) is not dict:
+            return False
         first = self._first
         try:
             kind = event.get("type")  # type: ignore[attr-defined]
@@ -133,6 +137,8 @@ class VerdictMachine:
             if PHASE_PARTS not in first:
                 self._note(PHASE_PARTS, line, exc, f"tool_use on line {line} has no part")
             return True
+        if not exact and type(part) is not dict:
+            return False
         try:
             call_id = part["callID"]
         except Exception as exc:
@@ -140,7 +146,7 @@ class VerdictMachine:
             if PHASE_IDS not in first:
                 self._note(PHASE_IDS, line, exc, f"the tool part on line {line} has no callID to read")
             return True
-        if not exact and type(call_id) is float:
+        if not exact and (type(call_id) is float or type(part.get("state", {})) is not dict):
             return False
         self._calls += 1
         self._check_id(line, call_id)
