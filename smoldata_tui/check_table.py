@@ -6,10 +6,11 @@ agent output in a finding is never read as markup or escape sequences.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from smoldata_tui.trace import Finding, Severity
@@ -50,30 +51,46 @@ def _first_finding(result: Checked) -> Text:
     return Text(f"{_where(first)}: {clip(first.message, 90)}", style=_SEVERITY_STYLE[first.severity])
 
 
-def _count(value: int, style: str) -> Text:
-    return Text(str(value), style=style if value else "dim")
+def _common_folder(results: list[Checked]) -> Path | None:
+    folders = {result.path.parent for result in results}
+    if len(results) > 1 and len(folders) == 1:
+        return folders.pop()
+    return None
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "\u2026"
 
 
 def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
-    console = Console(file=out, highlight=False, soft_wrap=False)
-    table = Table(show_lines=False, expand=True)
-    table.add_column("trace", overflow="fold", ratio=2)
-    table.add_column("verdict", justify="right", no_wrap=True, min_width=7)
-    table.add_column("errors", justify="right", no_wrap=True, min_width=6)
-    table.add_column("warnings", justify="right", no_wrap=True, min_width=8)
-    table.add_column("info", justify="right", no_wrap=True, min_width=4)
-    table.add_column("first finding", overflow="ellipsis", no_wrap=True, ratio=3)
-    for result in results:
+    """One aligned row per trace (plain columns, so narrow terminals stay readable)."""
+    console = Console(file=out, highlight=False, soft_wrap=True)
+    folder = _common_folder(results)  # name files relative to it, to leave room for the findings
+    if folder is not None:
+        console.print(Text(clip(f"{folder}{os.sep}", 200), style="bold"))
+    names = [clip(result.path.name if folder else str(result.path), 200) for result in results]
+    verdicts = [_verdict_cell(result) for result in results]
+    name_width = max(5, min(40, max(len(name) for name in names)))
+    verdict_width = max(7, max(len(verdict.plain) for verdict in verdicts))
+    finding_width = max(20, console.width - name_width - verdict_width - 3 * 5 - 4)
+    if not console.is_terminal:
+        finding_width = max(finding_width, 120)  # a pipe or a CI log: room for the sentence
+    header = Text(f"{'trace':<{name_width}}  {'verdict':>{verdict_width}}  {'err':>4} {'warn':>4} {'info':>4}  first finding")
+    header.stylize("bold underline")
+    console.print(header)
+    for name, verdict, result in zip(names, verdicts, results):
         counts = result.report.severity_counts()
-        table.add_row(
-            Text(clip(str(result.path), 80)),
-            _verdict_cell(result),
-            _count(counts["error"], "bold red"),
-            _count(counts["warning"], "yellow"),
-            _count(counts["info"], "dim"),
-            _first_finding(result),
-        )
-    console.print(table)
+        row = Text(f"{_fit(name, name_width):<{name_width}}  ")
+        row.append(" " * (verdict_width - len(verdict.plain)))
+        row.append_text(verdict)
+        row.append("  ")
+        for key, style in (("error", "bold red"), ("warning", "yellow"), ("info", "dim")):
+            row.append(f"{counts[key]:>4} ", style=style if counts[key] else "dim")
+        first = _first_finding(result)
+        first.truncate(finding_width, overflow="ellipsis")
+        row.append(" ")
+        row.append_text(first)
+        console.print(row, no_wrap=True, crop=True)
 
     for result in results:
         if result.accepted and not (strict and result.has_errors()):

@@ -60,8 +60,8 @@ def _falsy_name(value: object) -> str:
     if value is None:
         return "null"
     if value == "":
-        return "empty"
-    return f"{value!r} (falsy)"
+        return '""'
+    return f"{clip(repr(value), 20)}, which is falsy"
 
 
 def _call_fingerprint(part: dict, state: object) -> tuple:
@@ -172,12 +172,8 @@ class FindingsCollector:
             self._last_ts = timestamp
             self._last_ts_line = line
         session = event.get("sessionID")
-        if session not in self._sessions:
-            try:
-                self._sessions[session] = line
-            except TypeError:
-                session = repr(session)
-                self._sessions.setdefault(session, line)
+        if isinstance(session, str) and session not in self._sessions:
+            self._sessions[session] = line
             if len(self._sessions) > 1:
                 first = next(iter(self._sessions.items()))
                 self.add(
@@ -221,13 +217,13 @@ class FindingsCollector:
         tool_name = clip(str(tool), 40)
         state = part.get("state")
         if "callID" not in part or not part["callID"]:
-            how = "no callID" if "callID" not in part else f"callID is {_falsy_name(part['callID'])}"
+            how = "has no callID" if "callID" not in part else f"has callID {_falsy_name(part['callID'])}"
             self.add(
                 "missing_call_id",
                 Severity.ERROR,
                 line,
                 index,
-                f"{tool_name} call has {how}; the training wrapper gives None",
+                f"{tool_name} call {how}; the training wrapper gives None",
             )
         else:
             self._check_duplicate(line, index, part, tool, state)
