@@ -58,8 +58,9 @@ def _common_folder(results: list[Checked]) -> Path | None:
     return None
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(0, width - 1)] + "\u2026"
+def _fit_name(text: str, width: int) -> str:
+    """Cut from the left: the file name at the end is what tells traces apart."""
+    return text if len(text) <= width else "\u2026" + text[len(text) - width + 1 :]
 
 
 def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
@@ -80,7 +81,7 @@ def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
     console.print(header)
     for name, verdict, result in zip(names, verdicts, results):
         counts = result.report.severity_counts()
-        row = Text(f"{_fit(name, name_width):<{name_width}}  ")
+        row = Text(f"{_fit_name(name, name_width):<{name_width}}  ")
         row.append(" " * (verdict_width - len(verdict.plain)))
         row.append_text(verdict)
         row.append("  ")
