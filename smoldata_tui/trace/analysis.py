@@ -17,7 +17,13 @@ from pathlib import Path
 import orjson
 
 from smoldata_tui.trace.findings import Finding, FindingsCollector, Severity
-from smoldata_tui.trace.parse import block_may_split, may_nest_deeply, parse_exactly, wrapper_may_split
+from smoldata_tui.trace.parse import (
+    DEEP_NESTING,
+    block_may_split,
+    may_nest_deeply,
+    parse_exactly,
+    wrapper_may_split,
+)
 from smoldata_tui.trace.reader import LineBlock, LineFramer
 from smoldata_tui.trace.stats import Stats, StatsCollector
 from smoldata_tui.trace.verdict import Verdict, VerdictMachine
@@ -72,6 +78,30 @@ class TraceReport:
             "lines": self.lines,
             "bytes": self.bytes,
         }
+
+
+def _known_string_chars(event: object) -> int:
+    """Characters in the big strings of a typical event: outputs, texts, file contents."""
+    if type(event) is not dict:
+        return 0
+    part = event.get("part")
+    if type(part) is not dict:
+        return 0
+    total = 0
+    text = part.get("text")
+    if type(text) is str:
+        total += len(text)
+    state = part.get("state")
+    if type(state) is dict:
+        for value in (state.get("output"), state.get("error")):
+            if type(value) is str:
+                total += len(value)
+        for inner in (state.get("input"), state.get("metadata")):
+            if type(inner) is dict:
+                for value in inner.values():
+                    if type(value) is str:
+                        total += len(value)
+    return total
 
 
 def _looks_truncated(exc: BaseException) -> bool:
@@ -137,10 +167,13 @@ class TraceAnalysis:
 
     # --- the hot loop -------------------------------------------------------------------------
     def _take_block(self, block: LineBlock) -> None:
-        has_cr, has_non_ascii = block_may_split(block.data)
-        maybe_split = has_cr or has_non_ascii
+        maybe_split = block_may_split(block.data)
         loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
+        verdict_event = self._verdict.event
         take_value = self._take_value
+        take_exactly = self._take_exactly
+        deep_bytes = 2 * DEEP_NESTING
         line = block.first_line
         offset = block.offset
         lines = block.lines()
@@ -150,15 +183,15 @@ class TraceAnalysis:
             if size and not raw.isspace():
                 try:
                     value = loads(raw)
-                except orjson.JSONDecodeError:
-                    self._take_exactly(raw, line, offset, not block.terminated and position == last)
+                except decode_error:
+                    take_exactly(raw, line, offset, not block.terminated and position == last)
                 else:
-                    if (maybe_split and wrapper_may_split(raw, has_cr, has_non_ascii)) or (
-                        size > 800 and may_nest_deeply(raw)
+                    if (
+                        (maybe_split and wrapper_may_split(raw))
+                        or (size > deep_bytes and may_nest_deeply(raw, _known_string_chars(value)))
+                        or not verdict_event(line, value, exact=False)
                     ):
-                        self._take_exactly(raw, line, offset, False)
-                    elif not self._verdict.event(line, value, exact=False):
-                        self._take_exactly(raw, line, offset, False)
+                        take_exactly(raw, line, offset, False)
                     else:
                         take_value(value, line, offset, size, 0)
             line += 1

@@ -64,18 +64,22 @@ def _falsy_name(value: object) -> str:
     return f"{clip(repr(value), 20)}, which is falsy"
 
 
-def _call_fingerprint(part: dict, state: object) -> tuple:
-    if not isinstance(state, dict):
-        return (part.get("tool"), repr(state))
-    time = state.get("time")
+def _call_fingerprint(state: object) -> tuple:
+    """Enough of a call's state to tell an identical re-emission from a changed one, cheaply."""
+    if type(state) is not dict:
+        return (repr(state)[:100],)
+    output = state.get("output")
     return (
-        part.get("tool"),
         state.get("status"),
         state.get("title"),
-        len(state.get("output") or ""),
-        str(state.get("error")),
-        repr(time) if time is not None else None,
+        len(output) if type(output) is str else None,
+        state.get("time"),
+        state.get("error"),
     )
+
+
+def _tool_name(part: dict) -> str:
+    return clip(str(part.get("tool")), 40)
 
 
 class FindingsCollector:
@@ -86,9 +90,10 @@ class FindingsCollector:
         self._calls: dict[object, _Call] = {}
         self._steps: dict[object, _Step] = {}
         self._step_order: list[object] = []
-        self._sessions: dict[object, int] = {}
+        self._sessions: dict[str, int] = {}  # sessionID -> first line
+        self._session: object = None  # the sessionID of the previous event that had one
         self._unknown: dict[str, list[int]] = {}  # type -> [first line, first event, count]
-        self._last_ts: object = None
+        self._last_ts: float = float("-inf")
         self._last_ts_line = 0
         self._events = 0
         self._step_finishes = 0
@@ -156,35 +161,17 @@ class FindingsCollector:
 
     # --- events -------------------------------------------------------------------------------
     def event(self, line: int, index: int, event: dict, kind: object) -> None:
+        # The hot path: a healthy event costs two lookups and two comparisons here.
         self._events += 1
         timestamp = event.get("timestamp")
-        if isinstance(timestamp, (int, float)) and not isinstance(timestamp, bool):
-            if isinstance(self._last_ts, (int, float)) and timestamp < self._last_ts:
-                self.add(
-                    "time_backwards",
-                    Severity.WARNING,
-                    line,
-                    index,
-                    f"timestamp goes back {(self._last_ts - timestamp) / 1000:.3f} s from line "
-                    f"{self._last_ts_line}",
-                    self._last_ts_line,
-                )
+        if type(timestamp) is int or type(timestamp) is float:
+            if timestamp < self._last_ts:
+                self._went_back(line, index, timestamp)
             self._last_ts = timestamp
             self._last_ts_line = line
         session = event.get("sessionID")
-        if isinstance(session, str) and session not in self._sessions:
-            self._sessions[session] = line
-            if len(self._sessions) > 1:
-                first = next(iter(self._sessions.items()))
-                self.add(
-                    "multiple_sessions",
-                    Severity.WARNING,
-                    line,
-                    index,
-                    f"sessionID {clip(str(session), 60)} differs from {clip(str(first[0]), 60)} "
-                    f"of line {first[1]}",
-                    first[1],
-                )
+        if session != self._session and type(session) is str:
+            self._new_session(line, index, session)
         if kind == "tool_use":
             self._tool_use(line, index, event)
         elif kind == "step_start":
@@ -193,7 +180,7 @@ class FindingsCollector:
             self._step_finish(line, index, event)
         elif kind == "error":
             self._error(line, index, event)
-        elif kind not in KNOWN_TYPES:
+        elif type(kind) is not str or kind not in KNOWN_TYPES:
             name = clip(str(kind), 40) if kind is not None else "(none)"
             seen = self._unknown.get(name)
             if seen is None:
@@ -201,94 +188,120 @@ class FindingsCollector:
             else:
                 seen[2] += 1
 
-    def _tool_use(self, line: int, index: int, event: dict) -> None:
-        part = event.get("part")
-        if not isinstance(part, dict):
-            what = "no part" if part is None and "part" not in event else f"a {type(part).__name__} part"
+    def _went_back(self, line: int, index: int, timestamp: float) -> None:
+        self.add(
+            "time_backwards",
+            Severity.WARNING,
+            line,
+            index,
+            f"timestamp goes back {(self._last_ts - timestamp) / 1000:.3f} s from line {self._last_ts_line}",
+            self._last_ts_line,
+        )
+
+    def _new_session(self, line: int, index: int, session: str) -> None:
+        self._session = session
+        if session in self._sessions:
+            return
+        self._sessions[session] = line
+        if len(self._sessions) > 1:
+            first, first_line = next(iter(self._sessions.items()))
             self.add(
-                "bad_part",
-                Severity.ERROR,
+                "multiple_sessions",
+                Severity.WARNING,
                 line,
                 index,
-                f"tool_use with {what}; the training wrapper gives None",
+                f"sessionID {clip(session, 60)} differs from {clip(first, 60)} of line {first_line}",
+                first_line,
             )
+
+    def _tool_use(self, line: int, index: int, event: dict) -> None:
+        part = event.get("part")
+        if type(part) is not dict:
+            what = "no part" if "part" not in event else f"a {type(part).__name__} part"
+            self.add("bad_part", Severity.ERROR, line, index, f"tool_use with {what}; the training wrapper gives None")
             return
-        tool = part.get("tool")
-        tool_name = clip(str(tool), 40)
         state = part.get("state")
-        if "callID" not in part or not part["callID"]:
-            how = "has no callID" if "callID" not in part else f"has callID {_falsy_name(part['callID'])}"
+        call_id = part.get("callID")
+        if not call_id:
+            how = "has no callID" if "callID" not in part else f"has callID {_falsy_name(call_id)}"
             self.add(
                 "missing_call_id",
                 Severity.ERROR,
                 line,
                 index,
-                f"{tool_name} call {how}; the training wrapper gives None",
+                f"{_tool_name(part)} call {how}; the training wrapper gives None",
             )
         else:
-            self._check_duplicate(line, index, part, tool, state)
-        if state is None and "state" not in part:
-            self.add("unfinished_call", Severity.ERROR, line, index, f"{tool_name} call has no state")
-            return
-        if not isinstance(state, dict):
-            self.add(
-                "wrapper_crash",
-                Severity.ERROR,
-                line,
-                index,
-                f"{tool_name} call's state is {clip(repr(state), 30)}, not an object; the training "
-                "wrapper calls .get() on it and crashes (AttributeError)",
-            )
+            self._check_duplicate(line, index, part, call_id, state)
+        if type(state) is not dict:
+            self._bad_state(line, index, part, state)
             return
         status = state.get("status")
-        if status not in SETTLED if isinstance(status, str) else True:
-            self.add(
-                "unfinished_call",
-                Severity.ERROR,
-                line,
-                index,
-                f"{tool_name} call never finished: status {clip(repr(status), 30)}",
-            )
+        if status == "completed":
+            if part.get("tool") == "invalid":
+                self._invalid_tool(line, index, state)
+                return
+            metadata = state.get("metadata")
+            if type(metadata) is dict:
+                code = metadata.get("exit")
+                if code and type(code) is int:
+                    self.add("nonzero_exit", Severity.INFO, line, index, f"{_tool_name(part)} exited with {code}")
         elif status == "error":
             self.add(
                 "tool_error",
                 Severity.WARNING,
                 line,
                 index,
-                f"{tool_name} failed: {clip(str(state.get('error', '')), 200)}",
+                f"{_tool_name(part)} failed: {clip(str(state.get('error', '')), 200)}",
             )
-        if tool == "invalid":
-            detail = state.get("output") or state.get("error") or ""
+            if part.get("tool") == "invalid":
+                self._invalid_tool(line, index, state)
+        else:
             self.add(
-                "invalid_tool",
-                Severity.WARNING,
+                "unfinished_call",
+                Severity.ERROR,
                 line,
                 index,
-                "the model called an unknown tool or sent arguments that are not JSON"
-                + (f": {clip(str(detail), 160)}" if detail else ""),
+                f"{_tool_name(part)} call never finished: status {clip(repr(status), 30)}",
             )
-        elif status == "completed":
-            metadata = state.get("metadata")
-            if isinstance(metadata, dict):
-                code = metadata.get("exit")
-                if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-                    self.add("nonzero_exit", Severity.INFO, line, index, f"{tool_name} exited with {code}")
 
-    def _check_duplicate(self, line: int, index: int, part: dict, tool: object, state: object) -> None:
-        call_id = part["callID"]
+    def _bad_state(self, line: int, index: int, part: dict, state: object) -> None:
+        if "state" not in part:
+            self.add("unfinished_call", Severity.ERROR, line, index, f"{_tool_name(part)} call has no state")
+            return
+        self.add(
+            "wrapper_crash",
+            Severity.ERROR,
+            line,
+            index,
+            f"{_tool_name(part)} call's state is {clip(repr(state), 30)}, not an object; the training "
+            "wrapper calls .get() on it and crashes (AttributeError)",
+        )
+
+    def _invalid_tool(self, line: int, index: int, state: dict) -> None:
+        detail = state.get("output") or state.get("error") or ""
+        self.add(
+            "invalid_tool",
+            Severity.WARNING,
+            line,
+            index,
+            "the model called an unknown tool or sent arguments that are not JSON"
+            + (f": {clip(str(detail), 160)}" if detail else ""),
+        )
+
+    def _check_duplicate(self, line: int, index: int, part: dict, call_id: object, state: object) -> None:
         try:
             first = self._calls.get(call_id)
         except TypeError:
             return  # an unhashable id: the verdict explains it
-        fingerprint = _call_fingerprint(part, state)
+        tool = part.get("tool")
         if first is None:
-            self._calls[call_id] = _Call(line, part.get("id"), tool, fingerprint)
+            self._calls[call_id] = _Call(line, part.get("id"), tool, _call_fingerprint(state))
             return
-        shown = clip(str(call_id), 60)
         if first.part_id == part.get("id"):
             how = (
                 "an identical re-emission of the same part"
-                if first.fingerprint == fingerprint
+                if first.fingerprint == _call_fingerprint(state)
                 else "the same part re-emitted with different content"
             )
         else:
@@ -298,7 +311,7 @@ class FindingsCollector:
             Severity.ERROR,
             line,
             index,
-            f"callID {shown} repeats the one on line {first.line}: {how}",
+            f"callID {clip(str(call_id), 60)} repeats the one on line {first.line}: {how}",
             first.line,
         )
 

@@ -46,23 +46,32 @@ _BREAK_NAMES = {
 DEEP_NESTING = 400
 
 
-def block_may_split(block: bytes) -> tuple[bool, bool]:
-    """(has CR, has non-ASCII): whether any line of the block needs :func:`wrapper_may_split`."""
-    return _CR in block, not block.isascii()
+def block_may_split(block: bytes) -> bool:
+    """Whether any line of the block could need :func:`wrapper_may_split`.
 
-
-def wrapper_may_split(line: bytes, has_cr: bool, has_non_ascii: bool) -> bool:
-    """Whether ``str.splitlines()`` could cut this (orjson-valid) line."""
-    if has_cr and _CR in line:
+    Single-byte searches run at memory speed; the three non-ASCII breaks all end
+    in one of three bytes, which plain text rarely contains.
+    """
+    if _CR in block:
         return True
-    if has_non_ascii and not line.isascii():
-        return any(mark in line for mark in _NON_ASCII_BREAKS)
-    return False
+    return not block.isascii() and (b"\x85" in block or b"\xa8" in block or b"\xa9" in block)
 
 
-def may_nest_deeply(line: bytes) -> bool:
-    """Whether the line could nest deep enough for json.loads to recurse out."""
-    return len(line) > 2 * DEEP_NESTING and line.count(b"[") + line.count(b"{") > DEEP_NESTING
+def wrapper_may_split(line: bytes) -> bool:
+    """Whether ``str.splitlines()`` could cut this (orjson-valid) line."""
+    return _CR in line or any(mark in line for mark in _NON_ASCII_BREAKS)
+
+
+def may_nest_deeply(line: bytes, string_chars: int) -> bool:
+    """Whether the line could nest deep enough for json.loads to recurse out.
+
+    Each level costs at least two bytes outside strings. ``string_chars`` is the
+    length of strings known to be in the line (their UTF-8 encoding is at least
+    as long), so only the rest needs counting, and usually nothing does.
+    """
+    if len(line) - string_chars <= 2 * DEEP_NESTING:
+        return False
+    return line.count(b"[") + line.count(b"{") > DEEP_NESTING
 
 
 @dataclass(slots=True)

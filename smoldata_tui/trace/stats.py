@@ -6,12 +6,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 
-def _number(value: object) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    return 0
-
-
 def _union_length(intervals: list[tuple[float, float]]) -> float:
     """Total time covered by possibly overlapping intervals (parallel tool calls)."""
     total = 0.0
@@ -85,8 +79,14 @@ class Stats:
 _TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write")
 
 
+def _tally(counter: Counter, key: object) -> None:
+    if type(key) is not str:
+        key = repr(key)
+    counter[key] = counter.get(key, 0) + 1
+
+
 class StatsCollector:
-    """Accumulates :class:`Stats` event by event."""
+    """Accumulates :class:`Stats` event by event (a hot path: keep it lean)."""
 
     def __init__(self) -> None:
         self.stats = Stats()
@@ -96,68 +96,81 @@ class StatsCollector:
     def event(self, event: dict, kind: object) -> None:
         stats = self.stats
         stats.events += 1
-        stats.events_by_type[kind if isinstance(kind, str) else repr(kind)] += 1
+        _tally(stats.events_by_type, kind)
         timestamp = event.get("timestamp")
-        if isinstance(timestamp, (int, float)) and not isinstance(timestamp, bool):
+        if type(timestamp) is int or type(timestamp) is float:
             if stats.first_timestamp is None:
                 stats.first_timestamp = timestamp
             stats.last_timestamp = timestamp
-        part = event.get("part")
-        if not isinstance(part, dict):
-            return
+        else:
+            timestamp = None
         if kind == "tool_use":
-            self._tool_use(part)
+            part = event.get("part")
+            if type(part) is dict:
+                self._tool_use(part)
         elif kind == "step_start":
             stats.steps += 1
-            try:
-                self._open_steps[part.get("messageID")] = timestamp
-            except TypeError:
-                pass
+            part = event.get("part")
+            if type(part) is dict:
+                message_id = part.get("messageID")
+                if type(message_id) is str:
+                    self._open_steps[message_id] = timestamp
         elif kind == "step_finish":
-            self._step_finish(part, timestamp)
+            part = event.get("part")
+            if type(part) is dict:
+                self._step_finish(part, timestamp)
 
     def _tool_use(self, part: dict) -> None:
         stats = self.stats
-        tool = part.get("tool")
-        stats.calls_by_tool[tool if isinstance(tool, str) else repr(tool)] += 1
+        _tally(stats.calls_by_tool, part.get("tool"))
         state = part.get("state")
-        if not isinstance(state, dict):
-            stats.calls_by_status["(no state)"] += 1
+        if type(state) is not dict:
+            _tally(stats.calls_by_status, "(no state)")
             return
-        status = state.get("status")
-        stats.calls_by_status[status if isinstance(status, str) else repr(status)] += 1
+        _tally(stats.calls_by_status, state.get("status"))
         time = state.get("time")
-        if isinstance(time, dict):
-            start, end = _number(time.get("start")), _number(time.get("end"))
-            if start and end >= start:
+        if type(time) is dict:
+            start, end = time.get("start"), time.get("end")
+            if type(start) in _NUMBERS and type(end) in _NUMBERS and end >= start:
                 stats.call_durations_ms.append(end - start)
-                try:
-                    self._step_tools.setdefault(part.get("messageID"), []).append((start, end))
-                except TypeError:
-                    pass
+                message_id = part.get("messageID")
+                if type(message_id) is str:
+                    tools = self._step_tools.get(message_id)
+                    if tools is None:
+                        self._step_tools[message_id] = [(start, end)]
+                    else:
+                        tools.append((start, end))
 
-    def _step_finish(self, part: dict, timestamp: object) -> None:
+    def _step_finish(self, part: dict, timestamp: float | None) -> None:
         stats = self.stats
         stats.steps_finished += 1
         tokens = part.get("tokens")
-        if isinstance(tokens, dict):
-            stats.tokens["input"] += _number(tokens.get("input"))
-            stats.tokens["output"] += _number(tokens.get("output"))
-            stats.tokens["reasoning"] += _number(tokens.get("reasoning"))
+        if type(tokens) is dict:
+            totals = stats.tokens
+            for key in ("input", "output", "reasoning"):
+                value = tokens.get(key)
+                if type(value) in _NUMBERS:
+                    totals[key] += value
             cache = tokens.get("cache")
-            if isinstance(cache, dict):
-                stats.tokens["cache_read"] += _number(cache.get("read"))
-                stats.tokens["cache_write"] += _number(cache.get("write"))
-        stats.cost += _number(part.get("cost"))
-        try:
-            message_id = part.get("messageID")
-            started = self._open_steps.pop(message_id, None)
-            tools = self._step_tools.pop(message_id, [])
-        except TypeError:
+            if type(cache) is dict:
+                for key, name in (("read", "cache_read"), ("write", "cache_write")):
+                    value = cache.get(key)
+                    if type(value) in _NUMBERS:
+                        totals[name] += value
+        cost = part.get("cost")
+        if type(cost) in _NUMBERS:
+            stats.cost += cost
+        message_id = part.get("messageID")
+        if type(message_id) is not str:
             return
-        if isinstance(started, (int, float)) and isinstance(timestamp, (int, float)) and timestamp >= started:
+        started = self._open_steps.pop(message_id, None)
+        tools = self._step_tools.pop(message_id, ())
+        if started is not None and timestamp is not None and timestamp >= started:
             duration = timestamp - started
-            tool_time = min(duration, _union_length(tools))
+            tool_time = min(duration, _union_length(tools)) if tools else 0
             stats.step_durations_ms.append(duration)
             stats.tool_time_ms += tool_time
             stats.model_time_ms += duration - tool_time
+
+
+_NUMBERS = (int, float)

@@ -1,0 +1,69 @@
+"""How fast is `smoldata-tui check` on a big trace, against the seed's rule and a bare orjson loop?
+
+    python bench/check_speed.py [--repeat N]
+
+Generates (once, into bench/.data/) a realistic trace of at least 150 MB and 150,000 events, then
+times in separate processes, each best of N:
+  (a) `smoldata-tui check --json` on it, the whole CLI;
+  (b) the seed's rule, transcribed literally (smoldata_tui.trace.seed_rule), on the same bytes;
+  (c) a bare loop of orjson.loads over the file's lines: the floor for any JSON-reading tool.
+Targets: (a) at least 5x faster than (b), within 1.5x of (c), peak RSS under 150 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from _common import big_trace, measure
+
+SEED = """
+import sys
+from smoldata_tui.trace.seed_rule import seed_outcome
+with open(sys.argv[1], "rb") as handle:
+    outcome = seed_outcome(handle.read())
+print(outcome.calls)
+"""
+
+BARE_ORJSON = """
+import sys, orjson
+count = 0
+with open(sys.argv[1], "rb") as handle:
+    for line in handle:
+        orjson.loads(line)
+        count += 1
+print(count)
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    trace = big_trace()
+    size_mb = trace.stat().st_size / 1024 / 1024
+    python = sys.executable
+
+    check = measure([python, "-m", "smoldata_tui", "check", "--json", str(trace)], repeat=args.repeat)
+    result = json.loads(check.stdout)
+    seed = measure([python, "-c", SEED, str(trace)], repeat=args.repeat)
+    bare = measure([python, "-c", BARE_ORJSON, str(trace)], repeat=args.repeat)
+
+    events = result["events"]
+    assert str(result["native_tool_calls"]) == seed.stdout.strip(), "the verdicts differ"
+    print(f"trace: {trace} — {size_mb:.0f} MB, {events:,} events, native_tool_calls = {result['native_tool_calls']}")
+    print(f"{'':28}{'seconds':>9}{'MB/s':>9}{'peak RSS MB':>13}")
+    for name, run in (("(a) smoldata-tui check", check), ("(b) seed rule, literal", seed), ("(c) bare orjson loop", bare)):
+        print(f"{name:28}{run.seconds:9.2f}{size_mb / run.seconds:9.0f}{run.peak_rss_mb:13.0f}")
+    print()
+    speedup = seed.seconds / check.seconds
+    overhead = check.seconds / bare.seconds
+    print(f"check vs seed rule:     {speedup:5.2f}x faster   (target >= 5x)   {'OK' if speedup >= 5 else 'MISSED'}")
+    print(f"check vs bare orjson:   {overhead:5.2f}x the time (target <= 1.5x) {'OK' if overhead <= 1.5 else 'MISSED'}")
+    print(f"check peak RSS:         {check.peak_rss_mb:5.0f} MB       (target < 150 MB) {'OK' if check.peak_rss_mb < 150 else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
