@@ -9,7 +9,8 @@ from typing import TextIO
 
 import orjson
 
-from smoldata_tui.trace import Severity, TraceReport, analyze_path
+from smoldata_tui.trace import Severity, TraceReport
+from smoldata_tui.trace.parallel import analyze_path_parallel
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -52,7 +53,7 @@ def collect_traces(arguments: list[str]) -> list[Path]:
 
 def check_one(path: Path) -> Checked:
     try:
-        report, _ = analyze_path(path)
+        report = analyze_path_parallel(path)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return Checked(path, report)

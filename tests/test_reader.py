@@ -3,26 +3,29 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smoldata_tui.trace.reader import LineFramer
+from smoldata_tui.trace.reader import LineFramer, may_hold_extra_breaks
 
 
 def frame(data: bytes, cuts: list[int]) -> list[tuple[int, int, bytes, bool]]:
     framer = LineFramer()
-    lines = []
+    batches = []
     position = 0
-    blocks = []
     for cut in sorted(cuts) + [len(data)]:
         cut = min(max(cut, position), len(data))
-        blocks.append(framer.feed(data[position:cut]))
+        batches.append(framer.feed(data[position:cut]))
         position = cut
-    blocks.append(framer.close())
-    for block in blocks:
-        if block is None:
+    batches.append(framer.close())
+    lines = []
+    for batch in batches:
+        if batch is None:
             continue
-        offset = block.offset
-        for number, line in enumerate(block.lines(), start=block.first_line):
-            lines.append((number, offset, line, block.terminated))
+        offset = batch.offset
+        for number, line in enumerate(batch.lines, start=batch.first_line):
+            lines.append((number, offset, line, batch.terminated))
             offset += len(line) + 1
+        # A batch that says no line can split really holds no such break.
+        if not batch.may_split:
+            assert not any(may_hold_extra_breaks(line) for line in batch.lines)
     return lines
 
 
@@ -30,21 +33,35 @@ def frame(data: bytes, cuts: list[int]) -> list[tuple[int, int, bytes, bool]]:
 def test_any_chunking_gives_the_same_lines_with_numbers_and_offsets(data, cuts):
     lines = frame(data, cuts)
     assert lines == frame(data, [])
-    # Offsets and numbers locate every line in the original bytes.
     for index, (number, offset, line, _terminated) in enumerate(lines):
         assert number == index + 1
-        assert data[offset : offset + len(line)] == line
+        assert data[offset : offset + len(line)] == line  # offsets locate every line
     assert b"\n".join(line for _, _, line, _ in lines) == (data[:-1] if data.endswith(b"\n") else data)
+
+
+@given(st.text(max_size=60), st.lists(st.integers(0, 240), max_size=6))
+def test_a_break_cut_across_chunks_is_still_flagged(text, cuts):
+    data = ("x" + text + "\u2028" + text + "\n").encode()
+    framer = LineFramer()
+    position, flagged = 0, False
+    for cut in sorted(cuts) + [len(data)]:
+        cut = min(max(cut, position), len(data))
+        batch = framer.feed(data[position:cut])
+        position = cut
+        if batch is not None:
+            flagged |= batch.may_split
+    assert flagged
 
 
 def test_partial_line_is_held_back_until_newline_or_close():
     framer = LineFramer()
     assert framer.feed(b'{"type":') is None
     assert framer.pending_bytes == 8
-    block = framer.feed(b'"text"}\n{"ty')
-    assert block.lines() == [b'{"type":"text"}'] and block.first_line == 1 and block.offset == 0
+    batch = framer.feed(b'"text"}\n{"ty')
+    assert batch.lines == [b'{"type":"text"}'] and batch.first_line == 1 and batch.offset == 0
+    assert framer.bytes_framed == 16
     last = framer.close()
-    assert last.lines() == [b'{"ty'] and not last.terminated and last.first_line == 2 and last.offset == 16
+    assert last.lines == [b'{"ty'] and not last.terminated and last.first_line == 2 and last.offset == 16
 
 
 def test_a_huge_line_in_small_reads_is_joined_once():
@@ -52,5 +69,5 @@ def test_a_huge_line_in_small_reads_is_joined_once():
     piece = b"x" * 65536
     for _ in range(160):  # 10 MiB without a newline
         assert framer.feed(piece) is None
-    block = framer.feed(b"\n")
-    assert len(block.lines()[0]) == 160 * 65536
+    batch = framer.feed(b"\n")
+    assert len(batch.lines[0]) == 160 * 65536

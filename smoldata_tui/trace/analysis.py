@@ -16,16 +16,17 @@ from pathlib import Path
 
 import orjson
 
-from smoldata_tui.trace.findings import Finding, FindingsCollector, Severity
+from smoldata_tui.trace.finding import Finding, Severity
+from smoldata_tui.trace.findings import FindingsCollector
 from smoldata_tui.trace.parse import (
     DEEP_NESTING,
-    block_may_split,
     may_nest_deeply,
     parse_exactly,
     wrapper_may_split,
 )
-from smoldata_tui.trace.reader import LineBlock, LineFramer
+from smoldata_tui.trace.reader import LineBatch, LineFramer
 from smoldata_tui.trace.stats import Stats, StatsCollector
+from smoldata_tui.trace.steps import StepTracker
 from smoldata_tui.trace.verdict import Verdict, VerdictMachine
 
 CHUNK_SIZE = 1 << 20
@@ -80,28 +81,40 @@ class TraceReport:
         }
 
 
-def _known_string_chars(event: object) -> int:
-    """Characters in the big strings of a typical event: outputs, texts, file contents."""
+def _bytes_outside_known_strings(event: object, size: int) -> int:
+    """An upper bound on the line's bytes outside its big strings (outputs, texts, contents).
+
+    A string of n characters takes at least n bytes in the line, so subtracting
+    lengths never undercounts. Stops as soon as the bound is small enough.
+    """
     if type(event) is not dict:
-        return 0
+        return size
     part = event.get("part")
     if type(part) is not dict:
-        return 0
-    total = 0
+        return size
     text = part.get("text")
     if type(text) is str:
-        total += len(text)
+        return size - len(text)
     state = part.get("state")
-    if type(state) is dict:
-        for value in (state.get("output"), state.get("error")):
-            if type(value) is str:
-                total += len(value)
-        for inner in (state.get("input"), state.get("metadata")):
-            if type(inner) is dict:
-                for value in inner.values():
-                    if type(value) is str:
-                        total += len(value)
-    return total
+    if type(state) is not dict:
+        return size
+    output = state.get("output")
+    if type(output) is str:
+        size -= len(output)
+    metadata = state.get("metadata")
+    if type(metadata) is dict:
+        output = metadata.get("output")
+        if type(output) is str:
+            size -= len(output)
+    if size <= 2 * DEEP_NESTING:
+        return size
+    for inner in (state.get("input"), metadata):
+        if type(inner) is dict:
+            for value in inner.values():
+                if type(value) is str:
+                    size -= len(value)
+    error = state.get("error")
+    return size - len(error) if type(error) is str else size
 
 
 def _looks_truncated(exc: BaseException) -> bool:
@@ -113,11 +126,12 @@ def _looks_truncated(exc: BaseException) -> bool:
 class TraceAnalysis:
     """Incremental analysis of one OpenCode ``run --format json`` stream."""
 
-    def __init__(self, *, keep_events: bool = False) -> None:
-        self._framer = LineFramer()
+    def __init__(self, *, keep_events: bool = False, first_line: int = 1, offset: int = 0) -> None:
+        self._framer = LineFramer(first_line=first_line, offset=offset)
         self._verdict = VerdictMachine()
-        self._findings = FindingsCollector()
-        self._stats = StatsCollector()
+        steps = StepTracker()
+        self._findings = FindingsCollector(steps)
+        self._stats = StatsCollector(steps)
         self.events: list[EventRecord] | None = [] if keep_events else None
         self.event_count = 0
         self.line_count = 0
@@ -128,20 +142,24 @@ class TraceAnalysis:
     def feed(self, data: bytes) -> int:
         """Add bytes; returns how many new events they completed."""
         before = self.event_count
-        block = self._framer.feed(data)
-        if block is not None:
-            self._take_block(block)
+        batch = self._framer.feed(data)
+        if batch is not None:
+            self._take_batch(batch)
         return self.event_count - before
 
     def finish(self) -> TraceReport:
         """End of stream: the unterminated last line counts, end-of-stream findings are added."""
         if not self._finished:
-            block = self._framer.close()
-            if block is not None:
-                self._take_block(block)
+            self._close_framer()
             self._findings.finish()
             self._finished = True
         return self.report()
+
+    def _close_framer(self) -> None:
+        if self._framer is not None and not self._framer.closed:
+            batch = self._framer.close()
+            if batch is not None:
+                self._take_batch(batch)
 
     # --- results ------------------------------------------------------------------------------
     @property
@@ -154,7 +172,9 @@ class TraceAnalysis:
 
     @property
     def bytes_seen(self) -> int:
-        return self._framer.bytes_framed
+        if self._framer is None:
+            return self._bytes_before_framer
+        return self._bytes_before_framer + self._framer.bytes_framed - self._framer.first_offset
 
     def verdict(self) -> Verdict:
         """The verdict if the stream ended now (final once :meth:`finish` was called)."""
@@ -165,35 +185,59 @@ class TraceAnalysis:
             self.verdict(), list(self.findings), self.stats, self.event_count, self.line_count, self.bytes_seen
         )
 
+    # --- parts of one stream, analysed apart (see ``parallel``) -------------------------------
+    def end_part(self, *, last: bool) -> None:
+        """No more bytes for this part; the stream's other parts are analysed apart.
+
+        A part other than the last ends on a line boundary. The framer is dropped
+        so the analysis can be sent to another process.
+        """
+        if last:
+            self._close_framer()
+        self._bytes_before_framer = self.bytes_seen
+        self._framer = None
+
+    def merge(self, later: TraceAnalysis) -> None:
+        """Append the analysis of the stream's next part, made on its own (both ended)."""
+        if self.events is not None or later.events is not None:
+            raise ValueError("merging is for analyses that keep no event records")
+        later._findings.shift_events(self.event_count)
+        self._verdict.merge(later._verdict)
+        self._findings.merge(later._findings)
+        self._stats.merge(later._stats)
+        self.event_count += later.event_count
+        self.line_count = later.line_count or self.line_count
+        self._bytes_before_framer += later.bytes_seen
+
+    _bytes_before_framer = 0
+
     # --- the hot loop -------------------------------------------------------------------------
-    def _take_block(self, block: LineBlock) -> None:
-        maybe_split = block_may_split(block.data)
+    def _take_batch(self, batch: LineBatch) -> None:
+        # The hot loop: one orjson call per line; everything else is the rare path.
         loads = orjson.loads
         decode_error = orjson.JSONDecodeError
         verdict_event = self._verdict.event
         take_value = self._take_value
         take_exactly = self._take_exactly
+        may_split = batch.may_split
         deep_bytes = 2 * DEEP_NESTING
-        line = block.first_line
-        offset = block.offset
-        lines = block.lines()
-        last = len(lines) - 1
-        for position, raw in enumerate(lines):
+        line = batch.first_line
+        offset = batch.offset
+        for raw in batch.lines:
             size = len(raw)
-            if size and not raw.isspace():
-                try:
-                    value = loads(raw)
-                except decode_error:
-                    take_exactly(raw, line, offset, not block.terminated and position == last)
+            try:
+                value = loads(raw)
+            except decode_error:
+                take_exactly(raw, line, offset, not batch.terminated)
+            else:
+                if (
+                    (may_split and wrapper_may_split(raw))
+                    or (size > deep_bytes and may_nest_deeply(raw, _bytes_outside_known_strings(value, size)))
+                    or not verdict_event(line, value, exact=False)
+                ):
+                    take_exactly(raw, line, offset, False)
                 else:
-                    if (
-                        (maybe_split and wrapper_may_split(raw))
-                        or (size > deep_bytes and may_nest_deeply(raw, _known_string_chars(value)))
-                        or not verdict_event(line, value, exact=False)
-                    ):
-                        take_exactly(raw, line, offset, False)
-                    else:
-                        take_value(value, line, offset, size, 0)
+                    take_value(value, line, offset, size, 0)
             line += 1
             offset += size + 1
         self.line_count = line - 1
@@ -239,7 +283,7 @@ class TraceAnalysis:
         if exact.decode_error is not None:
             error = exact.decode_error
             self._verdict.undecodable(line, error, offset + error.start)
-            self._findings.undecodable(line, first_index if exact.events else None, error, offset)
+            self._findings.undecodable(line, first_index if exact.events else None, error)
         else:
             for piece in exact.pieces:
                 if piece.error is not None:

@@ -42,19 +42,9 @@ _BREAK_NAMES = {
     "\u2028": "LINE SEPARATOR (U+2028)",
     "\u2029": "PARAGRAPH SEPARATOR (U+2029)",
 }
-# Deeper than this, json.loads may raise RecursionError; each level costs two bytes.
-DEEP_NESTING = 400
-
-
-def block_may_split(block: bytes) -> bool:
-    """Whether any line of the block could need :func:`wrapper_may_split`.
-
-    Single-byte searches run at memory speed; the three non-ASCII breaks all end
-    in one of three bytes, which plain text rarely contains.
-    """
-    if _CR in block:
-        return True
-    return not block.isascii() and (b"\x85" in block or b"\xa8" in block or b"\xa9" in block)
+# Shallower than this, json.loads never recurses out (it does at ~990 levels from a shallow stack),
+# so such lines may keep the fast path; each level costs at least two bytes.
+DEEP_NESTING = 800
 
 
 def wrapper_may_split(line: bytes) -> bool:
@@ -62,16 +52,25 @@ def wrapper_may_split(line: bytes) -> bool:
     return _CR in line or any(mark in line for mark in _NON_ASCII_BREAKS)
 
 
-def may_nest_deeply(line: bytes, string_chars: int) -> bool:
+def may_nest_deeply(line: bytes, bytes_outside_strings: int) -> bool:
     """Whether the line could nest deep enough for json.loads to recurse out.
 
-    Each level costs at least two bytes outside strings. ``string_chars`` is the
-    length of strings known to be in the line (their UTF-8 encoding is at least
-    as long), so only the rest needs counting, and usually nothing does.
+    Each level costs at least two bytes outside strings, so a line whose bytes
+    outside its known strings are few needs no counting (the usual case).
     """
-    if len(line) - string_chars <= 2 * DEEP_NESTING:
+    if bytes_outside_strings <= 2 * DEEP_NESTING:
         return False
     return line.count(b"[") + line.count(b"{") > DEEP_NESTING
+
+
+def shared_nan(value: object) -> object:
+    """``json`` returns one shared NaN object, so the wrapper's set() sees NaN ids as one.
+
+    A NaN that crossed a process boundary is a new object; this gives it back the identity.
+    """
+    if type(value) is float and value != value:
+        return json.decoder.NaN
+    return value
 
 
 @dataclass(slots=True)

@@ -5,19 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from smoldata_tui.trace.steps import StepTracker, message_id_of_part
 
-def _union_length(intervals: list[tuple[float, float]]) -> float:
-    """Total time covered by possibly overlapping intervals (parallel tool calls)."""
-    total = 0.0
-    end_so_far = None
-    for start, end in sorted(intervals):
-        if end_so_far is None or start > end_so_far:
-            total += end - start
-            end_so_far = end
-        elif end > end_so_far:
-            total += end - end_so_far
-            end_so_far = end
-    return total
+_TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write")
 
 
 @dataclass
@@ -28,7 +18,7 @@ class Stats:
     steps_finished: int = 0
     calls_by_tool: Counter = field(default_factory=Counter)
     calls_by_status: Counter = field(default_factory=Counter)
-    tokens: Counter = field(default_factory=Counter)  # input, output, reasoning, cache_read, cache_write
+    tokens: dict = field(default_factory=lambda: dict.fromkeys(_TOKEN_KEYS, 0))
     cost: float = 0.0
     call_durations_ms: list[float] = field(default_factory=list)
     step_durations_ms: list[float] = field(default_factory=list)
@@ -76,8 +66,6 @@ class Stats:
         }
 
 
-_TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write")
-
 
 def _tally(counter: Counter, key: object) -> None:
     if type(key) is not str:
@@ -86,42 +74,50 @@ def _tally(counter: Counter, key: object) -> None:
 
 
 class StatsCollector:
-    """Accumulates :class:`Stats` event by event (a hot path: keep it lean)."""
+    """Accumulates :class:`Stats` event by event (a hot path: keep it lean).
 
-    def __init__(self) -> None:
-        self.stats = Stats()
-        self._open_steps: dict[object, float | None] = {}  # messageID -> start timestamp
-        self._step_tools: dict[object, list[tuple[float, float]]] = {}
+    Steps are matched and timed by the shared :class:`StepTracker`; this
+    collector feeds it the tool intervals and reads its timings back.
+    """
+
+    def __init__(self, steps: StepTracker) -> None:
+        self._stats = Stats()
+        self._steps = steps
+
+    @property
+    def stats(self) -> Stats:
+        stats = self._stats
+        stats.step_durations_ms = self._steps.durations
+        stats.tool_time_ms = self._steps.tool_time
+        stats.model_time_ms = self._steps.model_time
+        return stats
 
     def event(self, event: dict, kind: object) -> None:
-        stats = self.stats
+        stats = self._stats
         stats.events += 1
-        _tally(stats.events_by_type, kind)
+        by_type = stats.events_by_type
+        if type(kind) is str:
+            by_type[kind] = by_type.get(kind, 0) + 1
+        else:
+            _tally(by_type, kind)
         timestamp = event.get("timestamp")
         if type(timestamp) is int or type(timestamp) is float:
             if stats.first_timestamp is None:
                 stats.first_timestamp = timestamp
             stats.last_timestamp = timestamp
-        else:
-            timestamp = None
         if kind == "tool_use":
             part = event.get("part")
             if type(part) is dict:
                 self._tool_use(part)
         elif kind == "step_start":
             stats.steps += 1
-            part = event.get("part")
-            if type(part) is dict:
-                message_id = part.get("messageID")
-                if type(message_id) is str:
-                    self._open_steps[message_id] = timestamp
         elif kind == "step_finish":
             part = event.get("part")
             if type(part) is dict:
-                self._step_finish(part, timestamp)
+                self._step_finish(part)
 
     def _tool_use(self, part: dict) -> None:
-        stats = self.stats
+        stats = self._stats
         _tally(stats.calls_by_tool, part.get("tool"))
         state = part.get("state")
         if type(state) is not dict:
@@ -133,44 +129,55 @@ class StatsCollector:
             start, end = time.get("start"), time.get("end")
             if type(start) in _NUMBERS and type(end) in _NUMBERS and end >= start:
                 stats.call_durations_ms.append(end - start)
-                message_id = part.get("messageID")
-                if type(message_id) is str:
-                    tools = self._step_tools.get(message_id)
-                    if tools is None:
-                        self._step_tools[message_id] = [(start, end)]
-                    else:
-                        tools.append((start, end))
+                self._steps.tool(message_id_of_part(part), start, end)
 
-    def _step_finish(self, part: dict, timestamp: float | None) -> None:
-        stats = self.stats
+    def _step_finish(self, part: dict) -> None:
+        stats = self._stats
         stats.steps_finished += 1
         tokens = part.get("tokens")
         if type(tokens) is dict:
             totals = stats.tokens
-            for key in ("input", "output", "reasoning"):
-                value = tokens.get(key)
-                if type(value) in _NUMBERS:
-                    totals[key] += value
+            value = tokens.get("input")
+            if type(value) in _NUMBERS:
+                totals["input"] += value
+            value = tokens.get("output")
+            if type(value) in _NUMBERS:
+                totals["output"] += value
+            value = tokens.get("reasoning")
+            if value and type(value) in _NUMBERS:
+                totals["reasoning"] += value
             cache = tokens.get("cache")
             if type(cache) is dict:
-                for key, name in (("read", "cache_read"), ("write", "cache_write")):
-                    value = cache.get(key)
-                    if type(value) in _NUMBERS:
-                        totals[name] += value
+                value = cache.get("read")
+                if value and type(value) in _NUMBERS:
+                    totals["cache_read"] += value
+                value = cache.get("write")
+                if value and type(value) in _NUMBERS:
+                    totals["cache_write"] += value
         cost = part.get("cost")
-        if type(cost) in _NUMBERS:
+        if cost and type(cost) in _NUMBERS:
             stats.cost += cost
-        message_id = part.get("messageID")
-        if type(message_id) is not str:
-            return
-        started = self._open_steps.pop(message_id, None)
-        tools = self._step_tools.pop(message_id, ())
-        if started is not None and timestamp is not None and timestamp >= started:
-            duration = timestamp - started
-            tool_time = min(duration, _union_length(tools)) if tools else 0
-            stats.step_durations_ms.append(duration)
-            stats.tool_time_ms += tool_time
-            stats.model_time_ms += duration - tool_time
+
+    def merge(self, later: StatsCollector) -> None:
+        """Continue with the next part of the stream (steps are merged by their tracker)."""
+        mine, theirs = self._stats, later._stats
+        mine.events += theirs.events
+        mine.steps += theirs.steps
+        mine.steps_finished += theirs.steps_finished
+        for counter, more in (
+            (mine.events_by_type, theirs.events_by_type),
+            (mine.calls_by_tool, theirs.calls_by_tool),
+            (mine.calls_by_status, theirs.calls_by_status),
+            (mine.tokens, theirs.tokens),
+        ):
+            for key, value in more.items():
+                counter[key] = counter.get(key, 0) + value
+        mine.cost += theirs.cost
+        mine.call_durations_ms += theirs.call_durations_ms
+        if mine.first_timestamp is None:
+            mine.first_timestamp = theirs.first_timestamp
+        if theirs.last_timestamp is not None:
+            mine.last_timestamp = theirs.last_timestamp
 
 
 _NUMBERS = (int, float)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from smoldata_tui.trace.parse import shared_nan
+
 CAUGHT = (OSError, ValueError, KeyError, TypeError)  # the seed's except clause
 _SETTLED = {"completed", "error"}
 
@@ -202,6 +204,37 @@ class VerdictMachine:
         """Keep the first failure of a phase."""
         if phase not in self._first:
             self._first[phase] = Failure(phase, line, exc, why)
+
+    def merge(self, later: VerdictMachine) -> None:
+        """Continue with the next part of the stream, analysed on its own.
+
+        Every phase keeps its first failure, so the earlier part's wins. Ids are
+        the only state that crosses parts: an id of ``later`` seen here is a repeat.
+        """
+        for phase, failure in later._first.items():
+            self._first.setdefault(phase, failure)
+        self._calls += later._calls
+        self._has_step_finish = self._has_step_finish or later._has_step_finish
+        self._falsy_id = self._falsy_id or later._falsy_id
+        self._unhashable_id = self._unhashable_id or later._unhashable_id
+        repeats = [failure for failure in (self._repeated_id, later._repeated_id) if failure is not None]
+        for call_id in [key for key in self._ids_seen if key != key]:  # NaN keys that were pickled
+            self._ids_seen.setdefault(shared_nan(call_id), self._ids_seen.pop(call_id))
+        for call_id, line in later._ids_seen.items():
+            call_id = shared_nan(call_id)
+            first_line = self._ids_seen.get(call_id)
+            if first_line is None:
+                self._ids_seen[call_id] = line
+            elif not repeats or line < repeats[-1].line:
+                repeats.append(
+                    Failure(
+                        PHASE_ID_VALUES,
+                        line,
+                        ValueError("Missing or repeated tool action IDs"),
+                        f"callID {_describe(call_id)} on line {line} repeats the one on line {first_line}",
+                    )
+                )
+        self._repeated_id = min(repeats, key=lambda failure: failure.line) if repeats else None
 
     def verdict(self) -> Verdict:
         """The verdict if the stream ended now."""
