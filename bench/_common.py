@@ -6,15 +6,19 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / ".data"
-BIG_TRACE = DATA / "big_trace.jsonl"
+BIG_TRACE = DATA / f"big_trace_{os.environ.get('SMOLDATA_BENCH_OUTPUT_BYTES', '3000')}.jsonl"
 MIN_BYTES = 150 * 1024 * 1024
 MIN_EVENTS = 150_000
+# Tool outputs of a data-analysis agent: CSV reads and pandas prints of a few KB, bash outputs
+# repeated in metadata.output as OpenCode does. Set SMOLDATA_BENCH_OUTPUT_BYTES to try others.
+OUTPUT_BYTES = int(os.environ.get("SMOLDATA_BENCH_OUTPUT_BYTES", "3000"))
 
 
 def big_trace() -> Path:
@@ -30,7 +34,7 @@ def big_trace() -> Path:
     # One long session, like an agent that worked for a very long time: a single sessionID and
     # unique callIDs, so the trace is healthy and the wrapper counts every call.
     builder = TraceBuilder()
-    realistic_episode(builder, steps=42_000, rng=random.Random(20261202), output_bytes=1300)
+    realistic_episode(builder, steps=42_000, rng=random.Random(20261202), output_bytes=OUTPUT_BYTES)
     with partial.open("wb") as out:
         out.write(builder.drain())
     partial.replace(BIG_TRACE)
@@ -40,24 +44,65 @@ def big_trace() -> Path:
 @dataclass
 class Measured:
     seconds: float
-    peak_rss_mb: float
+    peak_rss_mb: float  # the largest RSS of the main process (from wait4)
+    peak_tree_rss_mb: float  # the largest sum of RSS over the process and its children (sampled)
     stdout: str
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _tree_rss(root: int) -> int:
+    """Resident bytes of ``root`` and every descendant, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as handle:
+                total += int(handle.read().split()[1]) * _PAGE
+        except OSError:
+            pass
+        todo += children.get(pid, [])
+    return total
+
+
 def measure(argv: list[str], *, repeat: int = 3) -> Measured:
-    """Run a child process ``repeat`` times; the fastest wall time and its peak RSS (from wait4)."""
+    """Run a child process ``repeat`` times; the fastest wall time, with its memory peaks."""
     best: Measured | None = None
     for _ in range(repeat):
         started = time.perf_counter()
         child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        peak = [0]
+        done = threading.Event()
+
+        def sample(pid: int = child.pid) -> None:
+            # Every 20 ms: often enough for runs of a second, rarely enough not to slow them.
+            while not done.wait(0.02):
+                peak[0] = max(peak[0], _tree_rss(pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         out = child.stdout.read()
         err = child.stderr.read()
         _, status, usage = os.wait4(child.pid, 0)
         elapsed = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode not in (0, 1):
-            raise SystemExit(f"{argv} failed ({child.returncode}): {err.decode()[-2000:]}")
-        run = Measured(elapsed, usage.ru_maxrss / 1024, out.decode(errors="replace"))
+        done.set()
+        sampler.join()
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):
+            raise SystemExit(f"{argv} failed ({code}): {err.decode()[-2000:]}")
+        run = Measured(elapsed, usage.ru_maxrss / 1024, max(peak[0], usage.ru_maxrss * 1024) / 1024 / 1024,
+                       out.decode(errors="replace"))
         if best is None or run.seconds < best.seconds:
             best = run
     assert best is not None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from _common import big_trace, measure
@@ -43,6 +44,7 @@ def main() -> int:
     args = parser.parse_args()
     trace = big_trace()
     size_mb = trace.stat().st_size / 1024 / 1024
+    print(f"machine: {os.cpu_count()} CPUs; check uses them all for a file this size")
     python = sys.executable
 
     check = measure([python, "-m", "smoldata_tui", "check", "--json", str(trace)], repeat=args.repeat)
@@ -52,16 +54,20 @@ def main() -> int:
 
     events = result["events"]
     assert str(result["native_tool_calls"]) == seed.stdout.strip(), "the verdicts differ"
-    print(f"trace: {trace} — {size_mb:.0f} MB, {events:,} events, native_tool_calls = {result['native_tool_calls']}")
-    print(f"{'':28}{'seconds':>9}{'MB/s':>9}{'peak RSS MB':>13}")
+    print(
+        f"trace: {trace.name} — {size_mb:.0f} MB, {events:,} events ({trace.stat().st_size / events / 1024:.1f} KB "
+        f"per event), native_tool_calls = {result['native_tool_calls']}"
+    )
+    print(f"{'':28}{'seconds':>9}{'MB/s':>9}{'peak RSS MB':>13}{'all processes':>15}")
     for name, run in (("(a) smoldata-tui check", check), ("(b) seed rule, literal", seed), ("(c) bare orjson loop", bare)):
-        print(f"{name:28}{run.seconds:9.2f}{size_mb / run.seconds:9.0f}{run.peak_rss_mb:13.0f}")
+        print(f"{name:28}{run.seconds:9.2f}{size_mb / run.seconds:9.0f}{run.peak_rss_mb:13.0f}{run.peak_tree_rss_mb:15.0f}")
     print()
     speedup = seed.seconds / check.seconds
     overhead = check.seconds / bare.seconds
     print(f"check vs seed rule:     {speedup:5.2f}x faster   (target >= 5x)   {'OK' if speedup >= 5 else 'MISSED'}")
     print(f"check vs bare orjson:   {overhead:5.2f}x the time (target <= 1.5x) {'OK' if overhead <= 1.5 else 'MISSED'}")
-    print(f"check peak RSS:         {check.peak_rss_mb:5.0f} MB       (target < 150 MB) {'OK' if check.peak_rss_mb < 150 else 'MISSED'}")
+    peak = check.peak_tree_rss_mb
+    print(f"check peak RSS:         {peak:5.0f} MB       (target < 150 MB, all its processes together) {'OK' if peak < 150 else 'MISSED'}")
     return 0
 
 

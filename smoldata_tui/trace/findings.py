@@ -16,7 +16,6 @@ from smoldata_tui.trace.steps import StepTracker, message_id_of_part
 from smoldata_tui.trace.text import clip
 
 KNOWN_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
-_NUMBERS = (int, float)
 
 __all__ = ["KNOWN_TYPES", "Finding", "FindingsCollector", "Severity"]
 
@@ -118,15 +117,17 @@ class FindingsCollector:
                 self._first_ts = (timestamp, line, index)
             self._last_ts = timestamp
             self._last_ts_line = line
+        else:
+            timestamp = None
         session = event.get("sessionID")
         if session != self._session and type(session) is str:
             self._new_session(line, index, session)
         if kind == "tool_use":
             self.calls.tool_use(line, index, event)
         elif kind == "step_start":
-            self.steps.start(message_id_of(event), line, index, timestamp if type(timestamp) in _NUMBERS else None)
+            self.steps.start(message_id_of(event), line, index, timestamp)
         elif kind == "step_finish":
-            self._step_finish(line, index, event, timestamp if type(timestamp) in _NUMBERS else None)
+            self._step_finish(line, index, event, timestamp)
         elif kind == "error":
             self._error(line, index, event)
         elif type(kind) is not str or kind not in KNOWN_TYPES:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 def message_id_of_part(part: dict) -> object:
     """part.messageID, made hashable (steps are keyed by it)."""
     message_id = part.get("messageID")
+    if type(message_id) is str:
+        return message_id
     try:
         hash(message_id)
     except TypeError:

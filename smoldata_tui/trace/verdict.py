@@ -89,6 +89,15 @@ def _describe(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _repeat(call_id: object, line: int, first_line: int) -> Failure:
+    return Failure(
+        PHASE_ID_VALUES,
+        line,
+        ValueError("Missing or repeated tool action IDs"),
+        f"callID {_describe(call_id)} on line {line} repeats the one on line {first_line}",
+    )
+
+
 class VerdictMachine:
     """Feed it what the seed's phases see, in stream order; ask for the verdict at any time."""
 
@@ -193,12 +202,7 @@ class VerdictMachine:
         if first_line is None:
             self._ids_seen[call_id] = line
         elif self._repeated_id is None:
-            self._repeated_id = Failure(
-                PHASE_ID_VALUES,
-                line,
-                ValueError("Missing or repeated tool action IDs"),
-                f"callID {_describe(call_id)} on line {line} repeats the one on line {first_line}",
-            )
+            self._repeated_id = _repeat(call_id, line, first_line)
 
     def _note(self, phase: int, line: int | None, exc: BaseException, why: str) -> None:
         """Keep the first failure of a phase."""
@@ -226,14 +230,7 @@ class VerdictMachine:
             if first_line is None:
                 self._ids_seen[call_id] = line
             elif not repeats or line < repeats[-1].line:
-                repeats.append(
-                    Failure(
-                        PHASE_ID_VALUES,
-                        line,
-                        ValueError("Missing or repeated tool action IDs"),
-                        f"callID {_describe(call_id)} on line {line} repeats the one on line {first_line}",
-                    )
-                )
+                repeats.append(_repeat(call_id, line, first_line))
         self._repeated_id = min(repeats, key=lambda failure: failure.line) if repeats else None
 
     def verdict(self) -> Verdict:
