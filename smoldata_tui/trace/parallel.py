@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from smoldata_tui.trace.analysis import CHUNK_SIZE, TraceAnalysis, TraceReport, analyze_path
@@ -82,6 +83,14 @@ def analyze_path_parallel(path: str | os.PathLike[str], *, workers: int | None =
     ranges = list(zip(points, points[1:]))
     if len(ranges) < 2:
         return analyze_path(path)[0]
+    try:
+        return _analyze_ranges(path, ranges)
+    except BrokenProcessPool:
+        # A worker died (out of memory, killed): the sequential pass still gives the answer.
+        return analyze_path(path)[0]
+
+
+def _analyze_ranges(path: Path, ranges: list[tuple[int, int]]) -> TraceReport:
     context = multiprocessing.get_context("fork")  # the parent is a CLI without threads
     with ProcessPoolExecutor(max_workers=len(ranges) - 1, mp_context=context) as pool:
         later = [
