@@ -1,0 +1,354 @@
+"""The episode metadata file: what a saved episode knows beyond its trace.
+
+A saved episode is a trace file (``run.jsonl``, the agent's ``opencode run --format json``
+output) plus, beside it, ``run.meta.json`` (the trace's stem + ``.meta.json``)::
+
+    {
+      "format": "smoldata-episode",
+      "schema_version": 1,
+      "trace": "run.jsonl",
+      "task": "sales-top-region",
+      "backend": "daytona",                   # or "local", "e2b", "hf" ...
+      "model": "openai/gpt-4.1-mini",
+      "harness": "opencode",
+      "opencode_version": "1.18.31",
+      "started_at": "2026-01-01T00:00:00Z",   # ISO 8601, UTC
+      "finished_at": "2026-01-01T00:01:24Z",  # null while running
+      "status": "finished",                   # running / finished / killed / timeout / cancelled / error
+      "exit_code": 0,                         # the agent's exit code, null while running
+      "grade": {                              # null until graded
+        "env_reward": 1.0,                    # VerifyResult.env_reward
+        "correctness": 1,                     # what tests/grader.py printed
+        "grader_output": "{\\"correctness\\": 1}",
+        "grader_error": null                  # set when the grader failed (not a zero)
+      },
+      "timings": {"create_sandbox": 9.8, "stage": 2.1, "agent": 84.0, "grade": 0.4},  # seconds
+      "config": {"provider": "openai_compatible", "request_timeout_ms": 60000}       # no secrets
+    }
+
+Every field but ``format`` and ``schema_version`` may be missing or null. Readers ignore
+keys they do not know (newer writers may add some) and refuse a newer major
+``schema_version`` with a clear message. The live runner writes the file at the start of an
+episode (``status: running``) and rewrites it, atomically, whenever something changes.
+
+Secrets never reach the file or the screen: :func:`redact` drops every config key whose
+name contains key/token/secret/password/authorization and every value that looks like a
+credential; :func:`load_metadata` redacts again, so a file written by another tool is safe
+to show too. Pure: no Textual, no network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+FORMAT = "smoldata-episode"
+SCHEMA_VERSION = 1
+METADATA_SUFFIX = ".meta.json"
+STATUSES = ("running", "finished", "killed", "timeout", "cancelled", "error")
+MAX_METADATA_BYTES = 4 << 20  # a metadata file is small; anything bigger is not one
+REDACTED = "[redacted]"
+
+_SECRET_NAME = re.compile(r"key|token|secret|password|passwd|authorization|credential|cookie", re.IGNORECASE)
+# A count such as max_tokens is not a secret: "tokens" (plural) holding a number is kept.
+_TOKEN_COUNT_NAME = re.compile(r"tokens(?![a-z])", re.IGNORECASE)
+_CREDENTIAL = re.compile(
+    r"(?:\b(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header value
+    r"|\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"  # OpenAI / Anthropic style keys
+    r"|\bhf_[A-Za-z0-9]{20,}"  # Hugging Face
+    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key id
+    r"|\bdtn_[A-Za-z0-9]{16,}"  # Daytona
+    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # a JWT
+    r"|(?<=://)[^/\s:@]+:[^/\s@]+(?=@))",  # user:password@ in a URL
+    re.IGNORECASE,
+)
+
+
+def looks_like_credential(text: str) -> bool:
+    return _CREDENTIAL.search(text) is not None
+
+
+def redact_text(text: str) -> str:
+    """Free text (grader output, an error) with anything credential-like replaced."""
+    return _CREDENTIAL.sub(REDACTED, text)
+
+
+def _secret_name(name: str) -> bool:
+    return _SECRET_NAME.search(name) is not None
+
+
+def redact(value: object, _name: str = "") -> object:
+    """A copy of a config value without secrets (see the module docstring)."""
+    if isinstance(value, dict):
+        kept = {}
+        for key, item in value.items():
+            name = str(key)
+            if _secret_name(name):
+                is_count = isinstance(item, (int, float)) and not isinstance(item, bool)
+                if not (is_count and _TOKEN_COUNT_NAME.search(name) and not _secret_name(_TOKEN_COUNT_NAME.sub("", name))):
+                    continue
+            if isinstance(item, str) and looks_like_credential(item):
+                continue
+            kept[name] = redact(item, name)
+        return kept
+    if isinstance(value, (list, tuple)):
+        return [REDACTED if isinstance(item, str) and looks_like_credential(item) else redact(item) for item in value]
+    if isinstance(value, str) and looks_like_credential(value):
+        return REDACTED
+    return value
+
+
+@dataclass
+class Grade:
+    env_reward: float | None = None
+    correctness: float | None = None
+    grader_output: str | None = None
+    grader_error: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "env_reward": self.env_reward,
+            "correctness": self.correctness,
+            "grader_output": self.grader_output,
+            "grader_error": self.grader_error,
+        }
+
+    def badge(self) -> str:
+        """``reward 1.0``, ``grader failed`` or ``correct 0``: for lists and headers."""
+        if self.grader_error:
+            return "grader failed"
+        if self.env_reward is not None:
+            return f"reward {self.env_reward:g}"
+        if self.correctness is not None:
+            return f"correct {self.correctness:g}"
+        return "ungraded"
+
+
+@dataclass
+class EpisodeMetadata:
+    task: str | None = None
+    backend: str | None = None
+    model: str | None = None
+    harness: str | None = None
+    opencode_version: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    status: str | None = None
+    exit_code: int | None = None
+    grade: Grade | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
+    trace: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT,
+            "schema_version": SCHEMA_VERSION,
+            "trace": self.trace,
+            "task": self.task,
+            "backend": self.backend,
+            "model": self.model,
+            "harness": self.harness,
+            "opencode_version": self.opencode_version,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "grade": self.grade.to_json() if self.grade is not None else None,
+            "timings": dict(self.timings),
+            "config": redact(self.config),
+        }
+
+    @property
+    def duration_s(self) -> float | None:
+        """finished_at − started_at, when both are known."""
+        start, end = parse_time(self.started_at), parse_time(self.finished_at)
+        if start is None or end is None:
+            return None
+        return max(0.0, (end - start).total_seconds())
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """An ISO 8601 time (``Z`` allowed); naive times are taken as UTC; None when unreadable."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def format_time(moment: datetime) -> str:
+    """The inverse of :func:`parse_time`, to the second, in UTC."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def metadata_path_for(trace: str | os.PathLike[str]) -> Path:
+    """``run.jsonl`` → ``run.meta.json`` in the same folder."""
+    path = Path(trace)
+    return path.with_name(path.stem + METADATA_SUFFIX)
+
+
+# --- reading -------------------------------------------------------------------------------------
+class _Reader:
+    """Takes fields out of the decoded JSON, noting every one of the wrong type."""
+
+    def __init__(self, data: dict, problems: list[str]) -> None:
+        self.data = data
+        self.problems = problems
+
+    def text(self, name: str, source: dict | None = None) -> str | None:
+        value = (self.data if source is None else source).get(name)
+        if value is None or isinstance(value, str):
+            return value
+        self.problems.append(f"{name} should be a string, not {type(value).__name__}: ignored")
+        return None
+
+    def number(self, name: str, source: dict | None = None) -> float | None:
+        value = (self.data if source is None else source).get(name)
+        if value is None:
+            return None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return value
+        self.problems.append(f"{name} should be a number, not {value!r}: ignored")
+        return None
+
+    def integer(self, name: str) -> int | None:
+        value = self.number(name)
+        if value is None:
+            return None
+        if float(value).is_integer():
+            return int(value)
+        self.problems.append(f"{name} should be a whole number, not {value!r}: ignored")
+        return None
+
+
+def _grade(reader: _Reader) -> Grade | None:
+    raw = reader.data.get("grade")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        reader.problems.append(f"grade should be an object, not {type(raw).__name__}: ignored")
+        return None
+    output, error = reader.text("grader_output", raw), reader.text("grader_error", raw)
+    return Grade(
+        env_reward=reader.number("env_reward", raw),
+        correctness=reader.number("correctness", raw),
+        grader_output=redact_text(output) if output is not None else None,
+        grader_error=redact_text(error) if error is not None else None,
+    )
+
+
+def _timings(reader: _Reader) -> dict[str, float]:
+    raw = reader.data.get("timings")
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        reader.problems.append(f"timings should be an object, not {type(raw).__name__}: ignored")
+        return {}
+    return {str(stage): seconds for stage in raw if (seconds := reader.number(f"timings.{stage}", raw)) is not None}
+
+
+def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | None:
+    """Build the metadata from decoded JSON; what cannot be used is described in ``problems``."""
+    if not isinstance(data, dict):
+        problems.append(f"expected a JSON object, found {type(data).__name__}")
+        return None
+    if data.get("format") not in (None, FORMAT):
+        problems.append(f"format is {data.get('format')!r}, not {FORMAT!r}")
+        return None
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool):
+        problems.append(f"schema_version {version!r} is not a number; reading it as version {SCHEMA_VERSION}")
+        version = SCHEMA_VERSION
+    elif version > SCHEMA_VERSION:
+        problems.append(f"schema_version {version} is newer than this smoldata-tui reads ({SCHEMA_VERSION}); upgrade it")
+        return None
+    reader = _Reader(data, problems)
+    status = reader.text("status")
+    if status is not None and status not in STATUSES:
+        problems.append(f"status {status!r} is not one of {', '.join(STATUSES)}")
+    config = data.get("config")
+    if config is not None and not isinstance(config, dict):
+        problems.append(f"config should be an object, not {type(config).__name__}: ignored")
+        config = None
+    return EpisodeMetadata(
+        task=reader.text("task"),
+        backend=reader.text("backend"),
+        model=reader.text("model"),
+        harness=reader.text("harness"),
+        opencode_version=reader.text("opencode_version"),
+        started_at=reader.text("started_at"),
+        finished_at=reader.text("finished_at"),
+        status=status,
+        exit_code=reader.integer("exit_code"),
+        grade=_grade(reader),
+        timings=_timings(reader),
+        config=redact(config or {}),
+        trace=reader.text("trace"),
+        schema_version=version,
+    )
+
+
+def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = None) -> EpisodeMetadata | None:
+    """Read a metadata file; None when it is absent or unusable.
+
+    Never raises for a bad file: each reason the file (or a field of it) could not be used is
+    appended to ``problems`` as one sentence, for the caller to show.
+    """
+    notes: list[str] = []
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_METADATA_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        notes.append(f"cannot read it: {exc.strerror or exc}")
+        data = None
+    metadata = None
+    if data is not None:
+        if len(data) > MAX_METADATA_BYTES:
+            notes.append(f"it is larger than {MAX_METADATA_BYTES >> 20} MB, so it is not an episode metadata file")
+        else:
+            try:
+                decoded = json.loads(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                notes.append("it is not UTF-8 text")
+            except ValueError as exc:  # json.JSONDecodeError, RecursionError is not expected here
+                notes.append(f"it is not valid JSON ({exc})")
+            else:
+                metadata = metadata_from_json(decoded, notes)
+    if problems is not None:
+        problems.extend(f"{path.name}: {note}" for note in notes)
+    return metadata
+
+
+def save_metadata(path: str | os.PathLike[str], metadata: EpisodeMetadata) -> None:
+    """Write atomically (a temporary file in the same folder, then a rename): a reader sees the
+    old file or the new one, never half of one. The config is redacted on the way out."""
+    path = Path(path)
+    payload = json.dumps(metadata.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(payload)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

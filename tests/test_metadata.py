@@ -1,0 +1,108 @@
+"""session/metadata.py: the episode metadata file, tolerant reading, atomic writing, redaction."""
+
+from __future__ import annotations
+
+import json
+
+from smoldata_tui.session.metadata import (
+    REDACTED,
+    EpisodeMetadata,
+    Grade,
+    load_metadata,
+    metadata_path_for,
+    redact,
+    redact_text,
+    save_metadata,
+)
+
+
+def test_round_trip(tmp_path):
+    meta = EpisodeMetadata(
+        task="sales-top-region",
+        backend="daytona",
+        model="openai/gpt-4.1-mini",
+        harness="opencode",
+        opencode_version="1.18.31",
+        started_at="2026-01-01T00:00:00Z",
+        finished_at="2026-01-01T00:01:24Z",
+        status="finished",
+        exit_code=0,
+        grade=Grade(env_reward=1.0, correctness=1, grader_output='{"correctness": 1}'),
+        timings={"agent": 84.0, "grade": 0.4},
+        config={"provider": "openai_compatible", "api_key": "sk-abcdefghijklmnopqrstu"},
+        trace="run.jsonl",
+    )
+    path = metadata_path_for(tmp_path / "run.jsonl")
+    assert path.name == "run.meta.json"
+    save_metadata(path, meta)
+    text = path.read_text()
+    assert "sk-abc" not in text and "api_key" not in text
+    problems: list[str] = []
+    loaded = load_metadata(path, problems)
+    assert problems == []
+    assert loaded.task == "sales-top-region" and loaded.grade.env_reward == 1.0
+    assert loaded.duration_s == 84.0
+    assert loaded.config == {"provider": "openai_compatible"}
+    assert [p.name for p in tmp_path.iterdir()] == ["run.meta.json"]  # no temporary left behind
+
+
+def test_missing_file_is_silent_and_corrupt_files_are_explained(tmp_path):
+    problems: list[str] = []
+    assert load_metadata(tmp_path / "absent.meta.json", problems) is None and problems == []
+    bad = tmp_path / "bad.meta.json"
+    bad.write_text("{not json")
+    assert load_metadata(bad, problems) is None
+    assert "not valid JSON" in problems[0]
+    bad.write_bytes(b"\xff\xfe")
+    problems.clear()
+    assert load_metadata(bad, problems) is None and "UTF-8" in problems[0]
+    bad.write_text("[1, 2]")
+    problems.clear()
+    assert load_metadata(bad, problems) is None and "JSON object" in problems[0]
+    bad.write_text(json.dumps({"format": "smoldata-episode", "schema_version": 99}))
+    problems.clear()
+    assert load_metadata(bad, problems) is None and "newer" in problems[0]
+
+
+def test_wrong_field_types_are_dropped_with_a_note(tmp_path):
+    path = tmp_path / "x.meta.json"
+    path.write_text(json.dumps({"task": 5, "exit_code": "zero", "grade": {"env_reward": "high"}, "status": "weird", "extra": 1}))
+    problems: list[str] = []
+    meta = load_metadata(path, problems)
+    assert meta.task is None and meta.exit_code is None and meta.grade.env_reward is None
+    assert meta.status == "weird"
+    joined = " ".join(problems)
+    assert "task" in joined and "exit_code" in joined and "env_reward" in joined and "status" in joined
+
+
+def test_redact_drops_secret_names_and_credential_values():
+    config = {
+        "provider": "openai",
+        "api_key": "whatever",
+        "HF_TOKEN": "x",
+        "Authorization": "y",
+        "db_password": "z",
+        "proxy_max_tokens_cap": 4096,
+        "extra_env": {"SAFE": "1", "OPENAI_API_KEY": "k", "HEADER": "Bearer abcdefghijklmnop"},
+        "urls": ["https://user:hunter2@example.com/x", "https://example.com"],
+        "nested": [{"secret_sauce": 1, "ok": True}],
+    }
+    clean = redact(config)
+    assert clean == {
+        "provider": "openai",
+        "proxy_max_tokens_cap": 4096,
+        "extra_env": {"SAFE": "1"},
+        "urls": [REDACTED, "https://example.com"],
+        "nested": [{"ok": True}],
+    }
+
+
+def test_redact_text_hides_tokens_in_free_text():
+    text = "used hf_abcdefghijklmnopqrstuvwxyz and Bearer abc.def-ghijklmnop, ok"
+    assert redact_text(text) == f"used {REDACTED} and {REDACTED}, ok"
+
+
+def test_grader_output_is_redacted_on_load(tmp_path):
+    path = tmp_path / "g.meta.json"
+    path.write_text(json.dumps({"grade": {"grader_output": "token sk-aaaaaaaaaaaaaaaaaaaaaaaa leaked"}}))
+    assert "sk-aaaa" not in load_metadata(path).grade.grader_output
