@@ -31,7 +31,72 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--strict", action="store_true", help="also fail on error findings in traces the wrapper accepts"
     )
+    replay = commands.add_parser(
+        "replay",
+        help="open the episode viewer on a trace (or a folder of traces)",
+        description=(
+            "Browse an OpenCode trace in a terminal timeline: every event, the findings, the stats and the "
+            "training wrapper's verdict. PATH is a trace file, or a folder whose traces are listed to pick from."
+        ),
+    )
+    replay.add_argument("path", metavar="PATH", help="a trace file (.jsonl), or a directory of traces")
+    replay.add_argument(
+        "--follow", "-f", action="store_true", help="keep reading a trace that is still being written (like tail -f)"
+    )
+    replay.add_argument(
+        "--speed",
+        type=float,
+        metavar="X",
+        help="play the trace back on its own timestamps, X times as fast (space pauses, . steps, End jumps)",
+    )
+    tasks = commands.add_parser(
+        "tasks",
+        help="list a task set (default: the sample tasks shipped with smoldata-tui)",
+        description="List the Harbor task folders of a task set: tier, category, where the data comes from, the "
+        "instruction's first line. Exit 2 when the task root is missing or a task is malformed.",
+    )
+    tasks.add_argument("--tasks", metavar="DIR", help="the folder that holds the task folders")
+    tasks.add_argument("--json", action="store_true", help="one JSON object per task (JSON Lines)")
+    opencode = commands.add_parser(
+        "opencode",
+        help="install the pinned OpenCode binary, or show where it is",
+        description="OpenCode is installed from npm (opencode-ai) into $XDG_CACHE_HOME/smoldata-tui/opencode/VERSION "
+        "on first use and reused afterwards. Exit 1 when it cannot be installed, or (path) is not installed.",
+    )
+    opencode_actions = opencode.add_subparsers(dest="opencode_action", metavar="ACTION", required=True)
+    for action, action_help in (
+        ("install", "install OpenCode unless already installed, then print the binary's path"),
+        ("path", "print the installed binary's path"),
+    ):
+        opencode_actions.add_parser(action, help=action_help).add_argument(
+            "--version", dest="opencode_version", metavar="V", help="OpenCode version (default: the environment's pin)"
+        )
+    _add_run_parser(commands)
     return parser
+
+
+def _add_run_parser(commands) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run a task live: real OpenCode in a sandbox, streamed, graded, saved",
+        description=(
+            "Stage a task into a fresh sandbox, run the pinned OpenCode against a model endpoint (or the "
+            "replay model), follow its log, grade the answer on the host and save the episode "
+            "(trace + metadata, no secrets). With --headless: one line per event, then one JSON line. "
+            "Exit 0 when the episode was graded, 1 when it could not be, 2 for usage errors."
+        ),
+    )
+    run.add_argument("--task", required=True, metavar="NAME", help="the task folder's name")
+    run.add_argument("--tasks", metavar="DIR", help="the task set (default: the sample tasks that ship with smoldata-tui)")
+    run.add_argument("--backend", default="local", choices=["local"], help="where the sandbox runs (default: local)")
+    run.add_argument("--model", metavar="M", help="model name at the endpoint, or replay:TRACE for the replay model")
+    run.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (default: $SANDBOX_VLLM_URL + /v1)")
+    run.add_argument("--api-key", metavar="KEY", help="the endpoint's key (default: $SANDBOX_VLLM_KEY); never shown or saved")
+    run.add_argument("--timeout", type=float, default=600.0, metavar="S", help="agent wall-clock limit (default 600)")
+    run.add_argument("--save", default="runs", metavar="DIR", help="where episodes are saved (default ./runs)")
+    run.add_argument("--opencode-version", default="1.18.31", metavar="V", help="OpenCode version (default 1.18.31)")
+    run.add_argument("--opencode-bin", metavar="PATH", help="use this OpenCode binary instead of the cached install")
+    run.add_argument("--headless", action="store_true", help="no TUI: print events and a final JSON line")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,6 +107,25 @@ def main(argv: list[str] | None = None) -> int:
             from smoldata_tui.check import run_check
 
             return run_check(args.paths, as_json=args.json, strict=args.strict)
+        if args.command == "replay":
+            from smoldata_tui.ui.app import run_replay
+
+            return run_replay(args.path, follow=args.follow, speed=args.speed)
+        if args.command == "tasks":
+            from smoldata_tui.tasks.listing import run_tasks_listing
+
+            return run_tasks_listing(args.tasks, as_json=args.json)
+        if args.command == "run":
+            if not args.headless:
+                print("smoldata-tui run: the live screen is not built yet; pass --headless", file=sys.stderr)
+                return 2
+            from smoldata_tui.run_command import run_headless
+
+            return run_headless(args)
+        if args.command == "opencode":
+            from smoldata_tui.session.opencode_install import run_opencode_cli
+
+            return run_opencode_cli(args.opencode_action, args.opencode_version)
         parser.print_help()
         return 0
     except KeyboardInterrupt:

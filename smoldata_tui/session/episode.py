@@ -1,0 +1,314 @@
+"""One episode, end to end: the steps the environment takes, in a sandbox we own.
+
+install OpenCode → create sandbox → stage task → agent running → recover calls → grading,
+then save (trace + metadata, no secrets) and release the sandbox on every path: normal end,
+error, cancel, timeout, Ctrl-C. The agent's log is followed by new bytes only and written to
+the episode's trace file as it arrives, so a crash of ours loses nothing already received
+and the viewer can follow the same file.
+
+The built-in driver reproduces what opencode_env does in the environment's configuration
+(opencode.json from :mod:`opencode_config`, the agent's shell line, HOME ``/root``).
+Blocking by design: the app runs :meth:`Episode.run` in a worker thread and calls
+:meth:`Episode.cancel` from the UI thread.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Protocol
+
+from smoldata_tui.session.export import RecoveredCall, export_session, first_session_id, unfinished_calls
+from smoldata_tui.session.log_follower import LogFollower
+from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, save_metadata
+from smoldata_tui.session.model_endpoint import ModelEndpoint
+from smoldata_tui.session.opencode_config import (
+    agent_command,
+    agent_environment,
+    agent_log_path,
+    build_opencode_json,
+    config_path,
+    instruction_path,
+    opencode_json_text,
+    redacted,
+)
+from smoldata_tui.session.opencode_install import DEFAULT_OPENCODE_VERSION, resolve_opencode
+from smoldata_tui.tasks import GradeResult, Task, grade_answer, stage_task
+from smoldata_tui.trace.text import clip
+
+HOME = "/root"  # the environment's sandbox_home
+POLL_S = 0.05  # how often the log is polled while the agent runs
+STAGES = ("install OpenCode", "create sandbox", "stage task", "agent running", "recover calls", "grading")
+
+
+class EpisodeObserver(Protocol):
+    """What the runner reports; called from the runner's thread."""
+
+    def opened(self, trace_path: Path) -> None:
+        """The episode's trace file exists (empty); the agent's log will be appended to it."""
+
+    def stage(self, name: str, state: str, elapsed_s: float, message: str = "") -> None:
+        """``state``: started / progress / done / failed / skipped."""
+
+    def received(self, data: bytes) -> None:
+        """New bytes of the agent's log, in order, already saved to the trace file."""
+
+
+class EpisodeFailed(RuntimeError):
+    """Infrastructure failed (not the agent): the stage and the reason, for one clear line."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(f"{stage}: {reason}")
+        self.stage = stage
+        self.reason = reason
+
+
+@dataclass
+class EpisodeSpec:
+    task: Task
+    endpoint: ModelEndpoint
+    backend: str = "local"
+    timeout_s: float = 600.0
+    save_dir: Path = Path("runs")
+    opencode_version: str = DEFAULT_OPENCODE_VERSION
+    opencode_bin: str | None = None
+    harness: str = "builtin"
+
+
+@dataclass
+class EpisodeResult:
+    trace_path: Path
+    metadata_path: Path
+    metadata: EpisodeMetadata
+    status: str  # finished / timeout / cancelled / killed / error
+    exit_code: int | None = None
+    grade: GradeResult | None = None
+    recovered: list[RecoveredCall] = field(default_factory=list)
+    divergences: list[dict] = field(default_factory=list)
+    error: EpisodeFailed | None = None
+
+    @property
+    def graded(self) -> bool:
+        return self.grade is not None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_dir(save_dir: Path, task_name: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    for attempt in range(1000):
+        run_dir = save_dir / (f"{stamp}-{task_name}" + ("" if attempt == 0 else f"-{attempt}"))
+        try:
+            run_dir.mkdir(parents=True)
+            return run_dir
+        except FileExistsError:
+            continue
+    raise EpisodeFailed("saving", f"cannot make a new run folder in {save_dir}")
+
+
+class Episode:
+    def __init__(self, spec: EpisodeSpec, observer: EpisodeObserver) -> None:
+        self.spec = spec
+        self.observer = observer
+        self._cancel = threading.Event()
+        self._sandbox = None
+        self.run_dir: Path | None = None
+
+    def cancel(self) -> None:
+        """Stop the agent, keep what was received, grade nothing, release the sandbox."""
+        self._cancel.set()
+
+    # --- the run ----------------------------------------------------------------------------
+    def run(self) -> EpisodeResult:
+        spec = self.spec
+        self.run_dir = new_run_dir(Path(spec.save_dir), spec.task.name)
+        trace_path = self.run_dir / "run.jsonl"
+        trace_path.touch()
+        metadata = EpisodeMetadata(
+            task=spec.task.name,
+            backend=spec.backend,
+            model=spec.endpoint.label,
+            harness=spec.harness,
+            opencode_version=spec.opencode_version,
+            started_at=_now(),
+            status="running",
+            trace=trace_path.name,
+            config=redacted(build_opencode_json(spec.endpoint.base_url, spec.endpoint.api_key, spec.endpoint.model)),
+        )
+        meta_path = metadata_path_for(trace_path)
+        save_metadata(meta_path, metadata)
+        self.observer.opened(trace_path)
+        result = EpisodeResult(trace_path, meta_path, metadata, status="running")
+        try:
+            self._run_stages(result)
+        except EpisodeFailed as failure:
+            result.error = failure
+            result.status = "cancelled" if self._cancel.is_set() else "error"
+        except KeyboardInterrupt:
+            result.status = "cancelled"
+            raise
+        finally:
+            self._release(result)
+        return result
+
+    def _run_stages(self, result: EpisodeResult) -> None:
+        spec = self.spec
+        with self._stage("install OpenCode", result) as say:
+            binary = resolve_opencode(spec.opencode_bin, spec.opencode_version, progress=say)
+        with self._stage("create sandbox", result):
+            self._sandbox = self._create_sandbox(binary)
+        with self._stage("stage task", result) as say:
+            files = stage_task(self._sandbox, spec.task, progress=say)
+            say(f"{files} input file{'s' if files != 1 else ''} in /home/user/input")
+            self._write_agent_files()
+        with self._stage("agent running", result) as say:
+            self._run_agent(result, say)
+        with self._stage("recover calls", result) as say:
+            self._recover(result, say)
+        if self._cancel.is_set():
+            self.observer.stage("grading", "skipped", 0.0, "cancelled: not graded")
+            return
+        with self._stage("grading", result) as say:
+            result.grade = grade_answer(self._sandbox, spec.task)
+            say(_grade_line(result.grade))
+
+    def _create_sandbox(self, binary: Path):
+        from smoldata_tui.sandbox import LocalSandboxBackend
+
+        if self.spec.backend != "local":
+            raise EpisodeFailed("create sandbox", f"backend {self.spec.backend!r} is not available here (use local)")
+        if binary.name == "opencode":
+            # Only bin/ is bound (read-only): OpenCode writes its own files into ~/.opencode.
+            backend = LocalSandboxBackend(binds=[(binary.parent, f"{HOME}/.opencode/bin")])
+            self._opencode = "opencode"  # on PATH through $HOME/.opencode/bin, as opencode_env runs it
+        else:
+            backend = LocalSandboxBackend(binds=[(binary.parent, "/opt/opencode")])
+            self._opencode = f"/opt/opencode/{binary.name}"
+        metadata = {"app": "smoldata-tui", "task": self.spec.task.name, "run": self.run_dir.name}
+        return backend.create(timeout_s=self.spec.timeout_s + 600, metadata=metadata)
+
+    def _write_agent_files(self) -> None:
+        spec, sandbox = self.spec, self._sandbox
+        endpoint = spec.endpoint
+        config = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
+        sandbox.write_text(config_path(HOME), opencode_json_text(config))  # OpenCode reads the key here only
+        sandbox.write_text(instruction_path(HOME), spec.task.instruction)
+        sandbox.exec(f"mkdir -p {HOME}/logs/agent && : > {agent_log_path(HOME)}", timeout=30)
+
+    def _run_agent(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
+        sandbox = self._sandbox
+        command = agent_command(HOME, opencode=self._opencode)
+        job = sandbox.start_bg(command, envs=agent_environment(HOME))
+        follower = LogFollower(sandbox, agent_log_path(HOME), result.trace_path, self.observer.received)
+        deadline = time.monotonic() + self.spec.timeout_s
+        stopped_by_us = None
+        try:
+            while True:
+                follower.poll()
+                try:
+                    result.exit_code = job.wait(timeout=POLL_S)
+                    break
+                except TimeoutError:
+                    pass
+                if self._cancel.is_set():
+                    stopped_by_us = "cancelled"
+                elif time.monotonic() > deadline:
+                    stopped_by_us = "timeout"
+                if stopped_by_us:
+                    say(f"{stopped_by_us}: stopping the agent (TERM, then KILL)")
+                    job.kill()
+                    result.exit_code = job.wait(timeout=30)
+                    break
+            follower.poll()  # what it wrote before it ended
+        finally:
+            follower.close()
+        if stopped_by_us:
+            result.status = stopped_by_us
+        elif result.exit_code is not None and result.exit_code >= 128:
+            result.status = "killed"
+        else:
+            result.status = "finished"
+        say(f"agent ended: {result.status}, exit code {result.exit_code}, {follower.offset} bytes of log")
+
+    def _recover(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
+        trace = result.trace_path.read_bytes()
+        session_id = first_session_id(trace)
+        if session_id is None:
+            say("no sessionID in the log: nothing to recover")
+            return
+        binary = f"{HOME}/.opencode/bin/opencode" if self._opencode == "opencode" else self._opencode
+        export = export_session(self._sandbox, binary, session_id, agent_environment(HOME))
+        if export is None:
+            say("opencode export failed: unfinished calls cannot be recovered")
+            return
+        result.recovered = unfinished_calls(export)
+        say(f"{len(result.recovered)} unfinished call(s) recovered from opencode export")
+
+    # --- bookkeeping ------------------------------------------------------------------------
+    @contextmanager
+    def _stage(self, name: str, result: EpisodeResult) -> Iterator[Callable[[str], None]]:
+        started = time.monotonic()
+        observer = self.observer
+
+        def say(message: str) -> None:
+            observer.stage(name, "progress", time.monotonic() - started, clip(message, 300))
+
+        if self._cancel.is_set() and name != "recover calls":
+            raise EpisodeFailed(name, "cancelled")
+        observer.stage(name, "started", 0.0)
+        try:
+            yield say
+        except EpisodeFailed:
+            observer.stage(name, "failed", time.monotonic() - started, "")
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one clear line
+            message = clip(f"{type(exc).__name__}: {exc}", 500)
+            observer.stage(name, "failed", time.monotonic() - started, message)
+            raise EpisodeFailed(name, message) from exc
+        finally:
+            result.metadata.timings[name] = round(time.monotonic() - started, 3)
+        observer.stage(name, "done", time.monotonic() - started)
+
+    def _release(self, result: EpisodeResult) -> None:
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            try:
+                sandbox.kill()
+            except Exception as exc:  # noqa: BLE001 - report, never mask the episode's outcome
+                self.observer.stage("release sandbox", "failed", 0.0, clip(f"{type(exc).__name__}: {exc}", 300))
+        result.divergences = self.spec.endpoint.divergences()
+        self.spec.endpoint.close()
+        _save_json(result.trace_path.with_name("run.recovered.json"), [call.to_json() for call in result.recovered])
+        _save_json(result.trace_path.with_name("run.divergence.json"), result.divergences)
+        metadata = result.metadata
+        metadata.status = result.status
+        metadata.exit_code = result.exit_code
+        metadata.finished_at = _now()
+        if result.grade is not None:
+            metadata.grade = Grade(
+                env_reward=result.grade.env_reward,
+                correctness=result.grade.correctness,
+                grader_output=result.grade.grader_output,
+                grader_error=result.grade.grader_error,
+            )
+        save_metadata(result.metadata_path, metadata)
+
+
+def _save_json(path: Path, items: list) -> None:
+    """Beside the trace, only when there is something to say."""
+    if items:
+        path.write_text(json.dumps(items, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+
+
+def _grade_line(grade: GradeResult) -> str:
+    if grade.grader_error:
+        return f"grader failed: {grade.grader_error}"
+    return f"env_reward = {grade.env_reward:g} (correctness {grade.correctness})"

@@ -1,0 +1,88 @@
+"""After the agent ends: ``opencode export`` recovers the calls a kill cut short.
+
+On SIGTERM/SIGKILL OpenCode flushes nothing, so a call that was running never reaches the
+JSON stream. Its session in OpenCode's database still holds the tool part with
+``state.status: "running"`` (input and partial output), and ``opencode export <sessionID>``
+prints it. Those calls are what "unfinished" means for a killed episode.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+
+from smoldata_tui.trace.text import neutralize
+
+SETTLED = ("completed", "error")
+
+
+@dataclass(frozen=True)
+class RecoveredCall:
+    call_id: str | None
+    tool: str | None
+    status: str | None
+    input: object
+    partial_output: str
+
+    def to_json(self) -> dict:
+        return {
+            "callID": self.call_id,
+            "tool": self.tool,
+            "status": self.status,
+            "input": self.input,
+            "partial_output": self.partial_output,
+            "source": "opencode export",
+        }
+
+
+def first_session_id(trace: bytes) -> str | None:
+    """The sessionID of the first event that has one."""
+    for line in trace.split(b"\n", 50)[:50]:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("sessionID"), str):
+            return event["sessionID"]
+    return None
+
+
+def export_session(sandbox: object, opencode: str, session_id: str, env: dict[str, str]) -> dict | None:
+    """``opencode export <sessionID>`` run in the sandbox; None when it fails."""
+    result = sandbox.exec(f"{shlex.quote(opencode)} export {shlex.quote(session_id)}", envs=env, timeout=60)
+    if result.exit_code != 0:
+        return None
+    text = result.stdout
+    start = text.find("{")  # OpenCode may print a notice before the JSON
+    try:
+        data = json.loads(text[start:]) if start >= 0 else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def unfinished_calls(export: dict) -> list[RecoveredCall]:
+    """Tool parts of the export whose status is not completed/error."""
+    found = []
+    for message in export.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        for part in message.get("parts") or []:
+            if not isinstance(part, dict) or part.get("type") != "tool":
+                continue
+            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            if state.get("status") in SETTLED:
+                continue
+            metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+            output = metadata.get("output") or state.get("output") or ""
+            found.append(
+                RecoveredCall(
+                    call_id=part.get("callID") if isinstance(part.get("callID"), str) else None,
+                    tool=part.get("tool") if isinstance(part.get("tool"), str) else None,
+                    status=state.get("status") if isinstance(state.get("status"), str) else None,
+                    input=state.get("input"),
+                    partial_output=neutralize(str(output)[:4000]),
+                )
+            )
+    return found

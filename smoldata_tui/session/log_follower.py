@@ -1,0 +1,62 @@
+"""Follow the agent's log inside a sandbox by its new bytes only, into a local trace file.
+
+Live and replay are one path: what arrives is appended to the episode's trace file (which the
+viewer follows) and handed to a sink (the headless printer, the trace analysis). The log is
+never re-read from the start: a backend with ``size``/``read_bytes`` (the local sandbox) is
+read by offset; any other handle by ``tail -c +N`` through ``exec``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+MAX_READ = 4 << 20  # bytes taken per poll, so a burst never holds everything in memory
+
+
+class LogFollower:
+    def __init__(self, sandbox: object, remote_path: str, local_path: Path, sink: Callable[[bytes], None]) -> None:
+        self._sandbox = sandbox
+        self._remote = remote_path
+        self._local = open(local_path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
+        self._sink = sink
+        self.offset = 0
+        self._by_offset = callable(getattr(sandbox, "read_bytes", None)) and callable(getattr(sandbox, "size", None))
+
+    def poll(self) -> int:
+        """Take whatever the log gained since the last poll; returns how many bytes."""
+        taken = 0
+        while True:
+            data = self._read_new()
+            if not data:
+                return taken
+            self._local.write(data)  # first to disk: a crash loses nothing already received
+            self.offset += len(data)
+            taken += len(data)
+            self._sink(data)
+            if len(data) < MAX_READ:
+                return taken
+
+    def _read_new(self) -> bytes:
+        if self._by_offset:
+            size = self._sandbox.size(self._remote)
+            if size is None or size <= self.offset:
+                return b""
+            return self._sandbox.read_bytes(self._remote, self.offset, min(size - self.offset, MAX_READ))
+        # Base64 keeps arbitrary bytes intact through a text-only exec channel.
+        command = (
+            f"test -f {shlex.quote(self._remote)} && "
+            f"tail -c +{self.offset + 1} {shlex.quote(self._remote)} | head -c {MAX_READ} | base64 -w0"
+        )
+        result = self._sandbox.exec(command, timeout=60)
+        if result.exit_code != 0 or not result.stdout.strip():
+            return b""
+        return base64.b64decode(result.stdout.strip())
+
+    def close(self) -> None:
+        if not self._local.closed:
+            os.fsync(self._local.fileno())
+            self._local.close()

@@ -1,0 +1,229 @@
+"""Episodes end to end: the real OpenCode binary in a real bubblewrap sandbox, the replay model,
+the real sample tasks and graders. Each test also checks that nothing is left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from smoldata_tui.session.episode import Episode, EpisodeSpec
+from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.session.opencode_install import opencode_cache_dir
+from smoldata_tui.tasks import default_task_root, load_task
+from smoldata_tui.trace import analyze_bytes, analyze_path
+from smoldata_tui.trace.build import TraceBuilder
+
+from .conftest import SAMPLES
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.usefixtures("opencode_bin")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.stages: list[tuple[str, str, str]] = []
+        self.bytes = bytearray()
+        self.trace_path: Path | None = None
+
+    def opened(self, trace_path: Path) -> None:
+        self.trace_path = trace_path
+
+    def stage(self, name: str, state: str, elapsed_s: float, message: str = "") -> None:
+        self.stages.append((name, state, message))
+
+    def received(self, data: bytes) -> None:
+        self.bytes += data
+
+
+@pytest.fixture
+def sandboxes(tmp_path, monkeypatch):
+    """Sandboxes of the test go under tmp_path, so leftovers can be seen."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # OpenCode stays in the shared cache (the opencode_bin fixture put it there): installing it
+    # per test would take minutes.
+    shared = opencode_cache_dir(os.path.join(os.path.expanduser("~"), ".cache", "smoldata-tui", "opencode"))
+    ours = tmp_path / "cache" / "smoldata-tui"
+    ours.mkdir(parents=True)
+    (ours / "opencode").symlink_to(shared)
+    return ours / "sandboxes"
+
+
+def sandbox_dirs(base: Path) -> list[Path]:
+    return list(base.glob("sbx-*")) if base.exists() else []
+
+
+def processes_matching(text: str) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(cmdline)
+    return found
+
+
+def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 120, tasks_root: Path | None = None,
+                cancel_after: float | None = None) -> tuple:  # fmt: skip
+    task = load_task((tasks_root or default_task_root()) / task_name)
+    endpoint = open_endpoint(model=model)
+    recorder = Recorder()
+    episode = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=timeout, save_dir=save), recorder)
+    if cancel_after is not None:
+        threading.Timer(cancel_after, episode.cancel).start()
+    return episode.run(), recorder
+
+
+def test_replayed_passing_episode_grades_one_with_the_recordings_verdict(tmp_path, sandboxes):
+    recording = SAMPLES / "clean_pass.jsonl"
+    result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs")
+    assert result.error is None, result.error
+    assert result.status == "finished" and result.exit_code == 0
+    assert result.grade.env_reward == 1.0 and result.grade.grader_error is None
+    recorded = analyze_path(recording)[0].verdict.native_tool_calls
+    live = analyze_bytes(result.trace_path.read_bytes())[0]
+    assert live.verdict.native_tool_calls == recorded == 3
+    # What the observer was handed is exactly the saved trace, and every stage ran in order.
+    assert bytes(recorder.bytes) == result.trace_path.read_bytes()
+    done = [name for name, state, _ in recorder.stages if state == "done"]
+    assert done == ["install OpenCode", "create sandbox", "stage task", "agent running", "recover calls", "grading"]
+    metadata = json.loads(result.metadata_path.read_text())
+    assert metadata["status"] == "finished" and metadata["grade"]["env_reward"] == 1.0
+    assert metadata["model"] == f"replay:{recording}"
+    assert sandbox_dirs(sandboxes) == []
+
+
+class _Unauthorized(BaseHTTPRequestHandler):
+    """A model endpoint that refuses every request at once: the agent ends with an error event."""
+
+    def do_POST(self):  # noqa: N802
+        body = b'{"error": {"message": "invalid api key", "type": "invalid_request_error"}}'
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_api_key_is_never_saved_or_reported(tmp_path, sandboxes, monkeypatch):
+    secret = "sk-live-do-not-leak-7d1f0a9c3b"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Unauthorized)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("SANDBOX_VLLM_KEY", secret)
+    monkeypatch.setenv("SANDBOX_VLLM_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        result, recorder = run_episode("sales-top-region", "some-model", tmp_path / "runs", timeout=90)
+    finally:
+        server.shutdown()
+    assert result.graded and result.grade.env_reward == 0.0  # a failed agent is still an episode
+    assert b'"type":"error"' in result.trace_path.read_bytes()
+    for path in result.trace_path.parent.iterdir():
+        assert secret not in path.read_text(errors="replace"), path
+    assert all(secret not in message for _, _, message in recorder.stages)
+    assert sandbox_dirs(sandboxes) == []
+
+
+def _sleeping_recording(tmp_path: Path) -> Path:
+    builder = TraceBuilder()
+    builder.step_start()
+    builder.bash("sleep 300 && echo done-sleeping", "done-sleeping\n")
+    builder.step_finish("tool-calls")
+    builder.step_start()
+    builder.text("finished")
+    builder.step_finish("stop")
+    path = tmp_path / "sleepy.jsonl"
+    path.write_bytes(builder.dumps())
+    return path
+
+
+@pytest.mark.parametrize("how", ["cancel", "timeout"])
+def test_stopping_mid_tool_leaves_nothing_and_recovers_the_running_call(tmp_path, sandboxes, how):
+    recording = _sleeping_recording(tmp_path)
+    started = time.monotonic()
+    if how == "cancel":
+        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", cancel_after=8)
+    else:
+        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", timeout=8)
+    assert time.monotonic() - started < 90
+    assert result.status == ("cancelled" if how == "cancel" else "timeout")
+    assert [(c.tool, c.status) for c in result.recovered] == [("bash", "running")]
+    assert "sleep 300" in json.dumps(result.recovered[0].input)
+    assert json.loads((result.trace_path.parent / "run.recovered.json").read_text())[0]["status"] == "running"
+    assert processes_matching("sleep 300") == []
+    assert sandbox_dirs(sandboxes) == []
+    assert json.loads(result.metadata_path.read_text())["status"] == result.status
+    if how == "cancel":
+        assert result.grade is None  # a cancelled episode is not graded
+    else:
+        assert result.grade is not None  # a timeout is graded on what the agent left
+
+
+def test_grader_crash_is_a_grader_failure_not_a_zero(tmp_path, sandboxes):
+    root = tmp_path / "tasks"
+    shutil.copytree(default_task_root() / "sales-top-region", root / "sales-top-region")
+    (root / "sales-top-region" / "tests" / "grader.py").write_text("raise RuntimeError('grader exploded')\n")
+    result, _ = run_episode(
+        "sales-top-region", f"replay:{SAMPLES / 'clean_pass.jsonl'}", tmp_path / "runs", tasks_root=root
+    )
+    assert result.grade is not None and result.grade.env_reward is None
+    assert "grader" in result.grade.grader_error.lower() or "exploded" in result.grade.grader_error
+    assert json.loads(result.metadata_path.read_text())["grade"]["grader_error"]
+
+
+def test_missing_data_fails_staging_clearly_and_releases_the_sandbox(tmp_path, sandboxes):
+    # The bucket download "succeeds" but brings nothing: /home/user/input stays empty.
+    root = tmp_path / "tasks"
+    shutil.copytree(default_task_root() / "sensor-fault-rate", root / "sensor-fault-rate")
+    (root / "sensor-fault-rate" / "environment" / "pull_bucket.py").write_text("print('bucket is empty')\n")
+    result, recorder = run_episode(
+        "sensor-fault-rate", f"replay:{SAMPLES / 'clean_pass.jsonl'}", tmp_path / "runs", tasks_root=root
+    )
+    assert result.status == "error" and result.error.stage == "stage task"
+    failed = [message for name, state, message in recorder.stages if (name, state) == ("stage task", "failed")]
+    assert failed and "empty" in failed[0]
+    assert result.grade is None
+    assert sandbox_dirs(sandboxes) == []
+
+
+def test_headless_cli_prints_events_and_a_final_json_line(tmp_path, cli, sandboxes):
+    done = cli(
+        "run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}",
+        "--save", str(tmp_path / "runs"), "--headless", timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    final = json.loads(lines[-1])
+    assert final["task"] == "sales-top-region" and final["native_tool_calls"] == 3
+    assert final["grade"]["env_reward"] == 1.0 and Path(final["trace"]).is_file()
+    assert set(final["findings"]) == {"error", "warning", "info"}
+    assert sum("tool_use" in line for line in lines[:-1]) == 3
+    assert "[grading] done" in done.stderr
+
+
+def test_headless_cli_usage_errors(tmp_path, cli):
+    missing = cli("run", "--task", "no-such-task", "--model", "x", "--base-url", "http://127.0.0.1:9", "--api-key", "k",
+                  "--headless")  # fmt: skip
+    assert missing.returncode == 2 and "no task 'no-such-task'" in missing.stderr
+    no_key = cli("run", "--task", "sales-top-region", "--model", "m", "--headless")
+    assert no_key.returncode == 2 and ("SANDBOX_VLLM_URL" in no_key.stderr or "SANDBOX_VLLM_KEY" in no_key.stderr)
+    malformed = tmp_path / "tasks" / "broken"
+    malformed.mkdir(parents=True)
+    (malformed / "task.toml").write_text("this is [not toml")
+    bad = cli("run", "--task", "broken", "--tasks", str(tmp_path / "tasks"), "--model", "replay:x", "--headless")
+    assert bad.returncode == 2 and "task.toml" in bad.stderr
+    assert "Traceback" not in missing.stderr + no_key.stderr + bad.stderr
+
