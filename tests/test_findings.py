@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smoldata_tui.trace import Severity, TraceAnalysis, analyze_bytes
 from smoldata_tui.trace.build import ABSENT, TraceBuilder, dumps_event
@@ -194,3 +197,29 @@ def test_verdict_so_far_follows_a_live_stream():
     assert [record.line for record in live.events] == [1, 2, 3]
     assert [record.offset for record in live.events] == [0, len(lines[0]), len(lines[0]) + len(lines[1])]
     assert live.events[1].tool == "bash" and live.events[1].status == "completed" and live.events[1].step == 1
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+keys = st.sampled_from(["type", "part", "state", "status", "callID", "tool", "messageID", "timestamp",
+                        "sessionID", "time", "start", "end", "tokens", "cache", "metadata", "exit", "error", "data"])
+event_like = st.recursive(
+    json_values,
+    lambda inner: st.dictionaries(keys, inner | st.sampled_from(["tool_use", "step_start", "step_finish", "error",
+                                                                  "completed", "running"]), max_size=6),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(event_like, max_size=8))
+def test_any_json_values_as_events_never_break_the_analysis(values):
+    # Whatever shape the JSON has, the analysis reports findings; it never raises.
+    data = b"".join(json.dumps(value).encode() + b"\n" for value in values)
+    report, _ = analyze_bytes(data)
+    assert report.events == len(values)
+    for finding in report.findings:
+        assert finding.message

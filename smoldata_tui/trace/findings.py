@@ -16,6 +16,7 @@ from smoldata_tui.trace.steps import StepTracker, message_id_of_part
 from smoldata_tui.trace.text import clip
 
 KNOWN_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
+_QUIET_TYPES = frozenset({"text", "reasoning"})  # known types with nothing to check
 
 __all__ = ["KNOWN_TYPES", "Finding", "FindingsCollector", "Severity"]
 
@@ -41,6 +42,12 @@ class FindingsCollector:
         self._last_ts_line = 0
         self._events = 0
         self._step_finishes = 0
+        self._by_kind = {
+            "tool_use": self._tool_use,
+            "step_start": self._step_start,
+            "step_finish": self._step_finish,
+            "error": self._error,
+        }
 
     def add(
         self,
@@ -122,16 +129,14 @@ class FindingsCollector:
         session = event.get("sessionID")
         if session != self._session and type(session) is str:
             self._new_session(line, index, session)
-        if kind == "tool_use":
-            self.calls.tool_use(line, index, event)
-        elif kind == "step_start":
-            self.steps.start(message_id_of(event), line, index, timestamp)
-        elif kind == "step_finish":
-            self._step_finish(line, index, event, timestamp)
-        elif kind == "error":
-            self._error(line, index, event)
-        elif type(kind) is not str or kind not in KNOWN_TYPES:
+        handler = self._by_kind.get(kind) if type(kind) is str else None
+        if handler is not None:
+            handler(line, index, event, timestamp)
+        elif type(kind) is not str or kind not in _QUIET_TYPES:
             self._unknown_type(line, index, kind)
+
+    def _step_start(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
+        self.steps.start(message_id_of(event), line, index, timestamp)
 
     def _went_back(self, line: int, index: int, timestamp: float, previous: float, previous_line: int) -> None:
         self.add(
@@ -175,7 +180,10 @@ class FindingsCollector:
                 f"step_finish for message {clip(str(message_id), 40)} has no step_start",
             )
 
-    def _error(self, line: int, index: int, event: dict) -> None:
+    def _tool_use(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
+        self.calls.tool_use(line, index, event)
+
+    def _error(self, line: int, index: int, event: dict, timestamp: float | None = None) -> None:
         error = event.get("error")
         name, message = "error", ""
         if isinstance(error, dict):
