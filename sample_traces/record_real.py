@@ -1,0 +1,192 @@
+"""Record sample episodes with the real OpenCode 1.18.31 in a bubblewrap sandbox.
+
+    python sample_traces/record_real.py          # rewrites sample_traces/real/
+
+Each scenario is a scripted model (a recording built with TraceBuilder) served by the replay
+model to the real OpenCode, which runs the calls for real on a sample task; the real grader
+scores the answer. What lands in ``real/`` is OpenCode's own output: its ids, its timestamps,
+its tool outputs, its way of ending a killed run. Needs bubblewrap and npm (OpenCode is
+installed on first use).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from smoldata_tui.session.episode import Episode, EpisodeSpec  # noqa: E402
+from smoldata_tui.session.model_endpoint import open_endpoint  # noqa: E402
+from smoldata_tui.tasks import default_task_root, load_task  # noqa: E402
+from smoldata_tui.trace import analyze_path  # noqa: E402
+from smoldata_tui.trace.build import TraceBuilder  # noqa: E402
+
+OUT = HERE / "real"
+CSV = "/home/user/input/sales.csv"
+REVENUE = (
+    "import csv, collections\n"
+    f"rows = list(csv.DictReader(open('{CSV}')))\n"
+    "total = collections.Counter()\n"
+    "for r in rows:\n"
+    "    if r['order_date'].startswith('2024'):\n"
+    "        total[r['region']] += int(r['units']) * float(r['unit_price'])\n"
+    "print(total.most_common(1)[0][0])\n"
+)
+
+
+def _passing(b: TraceBuilder) -> None:
+    b.step_start()
+    b.text("Let me look at the data.")
+    b.bash(f"head -3 {CSV}", "")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.bash(f"python3 - <<'EOF'\n{REVENUE}EOF", "")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.tool("write", {"filePath": "/workdir/answer.txt", "content": "West"}, "Wrote file successfully.")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.text("West has the highest 2024 revenue; the answer is in /workdir/answer.txt.")
+    b.step_finish("stop")
+
+
+def _failing(b: TraceBuilder) -> None:
+    b.step_start()
+    b.text("The first region listed is probably the answer.")
+    b.tool("write", {"filePath": "/workdir/answer.txt", "content": "North"}, "Wrote file successfully.")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.text("Done: North.")
+    b.step_finish("stop")
+
+
+def _tool_errors(b: TraceBuilder) -> None:
+    b.step_start()
+    b.tool("read", {"filePath": "/home/user/input/sales_2024.csv"}, status="error", error="File not found")
+    b.bash("python3 -c 'import pandas'", "")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.bash(f"python3 - <<'EOF'\n{REVENUE}EOF", "")
+    b.tool("write", {"filePath": "/workdir/answer.txt", "content": "West"}, "Wrote file successfully.")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.text("Recovered from the errors: West.")
+    b.step_finish("stop")
+
+
+def _sleeping(b: TraceBuilder) -> None:
+    b.step_start()
+    b.bash(f"head -2 {CSV}", "")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.text("Running a long analysis.")
+    b.bash("sleep 300 && echo finished", "finished\n")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.text("Done.")
+    b.step_finish("stop")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    shows: str
+    script: Callable[[TraceBuilder], None]
+    timeout_s: float = 120
+    cancel_after_s: float | None = None
+
+
+SCENARIOS = [
+    Scenario("passing_run", "a passing run: look, compute with python, write the answer (graded 1)", _passing),
+    Scenario("failing_run", "a run that writes a wrong answer without looking (graded 0)", _failing),
+    Scenario("tool_errors", "a read of a missing file (status error) and a bash command exiting 1, then recovery", _tool_errors),
+    Scenario("killed_mid_tool", "cancelled while bash runs `sleep 300`: the call is recovered from opencode export",
+             _sleeping, cancel_after_s=10),  # fmt: skip
+    Scenario("timeout", "the agent's wall-clock limit (12 s) hit during `sleep 300`", _sleeping, timeout_s=12),
+]
+
+
+class _Quiet:
+    def opened(self, trace_path: Path) -> None:
+        pass
+
+    def stage(self, name: str, state: str, elapsed_s: float, message: str = "") -> None:
+        if state in ("failed",):
+            print(f"  [{name}] {state}: {message}", file=sys.stderr)
+
+    def received(self, data: bytes) -> None:
+        pass
+
+
+def record(scenario: Scenario, work: Path) -> dict:
+    builder = TraceBuilder()
+    scenario.script(builder)
+    recording = work / f"{scenario.name}.recording.jsonl"
+    recording.write_bytes(builder.dumps())
+    spec = EpisodeSpec(
+        task=load_task(default_task_root() / "sales-top-region"),
+        endpoint=open_endpoint(model=f"replay:{recording}"),
+        timeout_s=scenario.timeout_s,
+        save_dir=work / "runs",
+    )
+    episode = Episode(spec, _Quiet())
+    if scenario.cancel_after_s is not None:
+        threading.Timer(scenario.cancel_after_s, episode.cancel).start()
+    result = episode.run()
+    if result.error is not None:
+        raise SystemExit(f"{scenario.name}: {result.error}")
+    shutil.copyfile(result.trace_path, OUT / f"{scenario.name}.jsonl")
+    meta = json.loads(result.metadata_path.read_text())
+    meta["trace"] = f"{scenario.name}.jsonl"
+    meta["model"] = "replay (a scripted recording)"
+    (OUT / f"{scenario.name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    if result.recovered:
+        calls = [call.to_json() for call in result.recovered]
+        (OUT / f"{scenario.name}.recovered.json").write_text(json.dumps(calls, indent=2) + "\n")
+    verdict = analyze_path(OUT / f"{scenario.name}.jsonl")[0].verdict
+    grade = result.grade.env_reward if result.grade else None
+    return {"name": scenario.name, "shows": scenario.shows, "status": result.status,
+            "exit_code": result.exit_code, "verdict": verdict.badge(), "grade": grade,
+            "recovered": len(result.recovered)}  # fmt: skip
+
+
+def main() -> int:
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    OUT.mkdir()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="smoldata-record-") as work:
+        for scenario in SCENARIOS:
+            print(f"recording {scenario.name} …", file=sys.stderr)
+            rows.append(record(scenario, Path(work)))
+    lines = [
+        "# Traces recorded from the real OpenCode 1.18.31",
+        "",
+        "Made by `python sample_traces/record_real.py`: a scripted model (the replay model) drives the",
+        "real OpenCode in a bubblewrap sandbox on the sample task `sales-top-region`; the calls run for",
+        "real and the real grader scores the answer. Each trace has its `.meta.json` beside it, and a",
+        "killed run its `.recovered.json` (the calls `opencode export` still had running).",
+        "",
+        "| trace | what it shows | status | exit code | verdict | grade | recovered calls |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| [`{row['name']}.jsonl`]({row['name']}.jsonl) | {row['shows']} | {row['status']} | {row['exit_code']} "
+            f"| `{row['verdict']}` | {row['grade']} | {row['recovered']} |"
+        )
+    (OUT / "README.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""The traces recorded from the real OpenCode (sample_traces/real) say what their README says."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smoldata_tui.session.metadata import load_metadata
+from smoldata_tui.trace import analyze_path
+
+from .conftest import SAMPLES
+
+REAL = SAMPLES / "real"
+# name → (status, native_tool_calls, env_reward, recovered calls)
+EXPECTED = {
+    "passing_run": ("finished", 3, 1.0, 0),
+    "failing_run": ("finished", 1, 0.0, 0),
+    "tool_errors": ("finished", 4, 1.0, 0),
+    "killed_mid_tool": ("cancelled", 1, None, 1),
+    "timeout": ("timeout", 1, 0.0, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_recorded_episode(name):
+    status, calls, reward, recovered = EXPECTED[name]
+    report, _ = analyze_path(REAL / f"{name}.jsonl")
+    assert report.verdict.native_tool_calls == calls
+    metadata = load_metadata(REAL / f"{name}.meta.json")
+    assert metadata.status == status and metadata.opencode_version == "1.18.31"
+    assert (metadata.grade.env_reward if metadata.grade else None) == reward
+    recovered_path = REAL / f"{name}.recovered.json"
+    assert (json.loads(recovered_path.read_text()) if recovered_path.exists() else []).__len__() == recovered
+    assert f"`{name}.jsonl`" in (REAL / "README.md").read_text()
+    kinds = {finding.kind for finding in report.findings}
+    if status in ("cancelled", "timeout"):
+        # Killed mid-tool: nothing was flushed for the running call, and the last step never finished.
+        assert "last_step_unfinished" in kinds
+    if name == "tool_errors":
+        assert {"tool_error", "nonzero_exit"} <= kinds
+
+
+def test_the_recorded_files_are_all_described():
+    traces = {path.stem for path in REAL.glob("*.jsonl")}
+    assert traces == set(EXPECTED)
