@@ -43,6 +43,7 @@ def test_round_trip(tmp_path):
     assert loaded.task == "sales-top-region" and loaded.grade.env_reward == 1.0
     assert loaded.duration_s == 84.0
     assert loaded.config == {"provider": "openai_compatible"}
+    assert loaded.timings == {"agent": 84.0, "grade": 0.4}
     assert [p.name for p in tmp_path.iterdir()] == ["run.meta.json"]  # no temporary left behind
 
 
@@ -66,13 +67,26 @@ def test_missing_file_is_silent_and_corrupt_files_are_explained(tmp_path):
 
 def test_wrong_field_types_are_dropped_with_a_note(tmp_path):
     path = tmp_path / "x.meta.json"
-    path.write_text(json.dumps({"task": 5, "exit_code": "zero", "grade": {"env_reward": "high"}, "status": "weird", "extra": 1}))
+    path.write_text(
+        json.dumps(
+            {
+                "task": 5,
+                "exit_code": "zero",
+                "grade": {"env_reward": "high"},
+                "status": "weird",
+                "extra": 1,
+                "timings": {"agent": "slow", "grade": 1.5},
+            }
+        )
+    )
     problems: list[str] = []
     meta = load_metadata(path, problems)
     assert meta.task is None and meta.exit_code is None and meta.grade.env_reward is None
     assert meta.status == "weird"
+    assert meta.timings == {"grade": 1.5}
     joined = " ".join(problems)
     assert "task" in joined and "exit_code" in joined and "env_reward" in joined and "status" in joined
+    assert "timings.agent" in joined
 
 
 def test_redact_drops_secret_names_and_credential_values():

@@ -45,7 +45,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 FORMAT = "smoldata-episode"
@@ -93,7 +93,9 @@ def redact(value: object, _name: str = "") -> object:
             name = str(key)
             if _secret_name(name):
                 is_count = isinstance(item, (int, float)) and not isinstance(item, bool)
-                if not (is_count and _TOKEN_COUNT_NAME.search(name) and not _secret_name(_TOKEN_COUNT_NAME.sub("", name))):
+                if not (
+                    is_count and _TOKEN_COUNT_NAME.search(name) and not _secret_name(_TOKEN_COUNT_NAME.sub("", name))
+                ):
                     continue
             if isinstance(item, str) and looks_like_credential(item):
                 continue
@@ -185,12 +187,12 @@ def parse_time(text: str | None) -> datetime | None:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def format_time(moment: datetime) -> str:
     """The inverse of :func:`parse_time`, to the second, in UTC."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def metadata_path_for(trace: str | os.PathLike[str]) -> Path:
@@ -214,13 +216,13 @@ class _Reader:
         self.problems.append(f"{name} should be a string, not {type(value).__name__}: ignored")
         return None
 
-    def number(self, name: str, source: dict | None = None) -> float | None:
+    def number(self, name: str, source: dict | None = None, *, label: str | None = None) -> float | None:
         value = (self.data if source is None else source).get(name)
         if value is None:
             return None
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             return value
-        self.problems.append(f"{name} should be a number, not {value!r}: ignored")
+        self.problems.append(f"{label or name} should be a number, not {value!r}: ignored")
         return None
 
     def integer(self, name: str) -> int | None:
@@ -256,7 +258,12 @@ def _timings(reader: _Reader) -> dict[str, float]:
     if not isinstance(raw, dict):
         reader.problems.append(f"timings should be an object, not {type(raw).__name__}: ignored")
         return {}
-    return {str(stage): seconds for stage in raw if (seconds := reader.number(f"timings.{stage}", raw)) is not None}
+    timings = {}
+    for stage in raw:
+        seconds = reader.number(stage, raw, label=f"timings.{stage}")
+        if seconds is not None:
+            timings[str(stage)] = seconds
+    return timings
 
 
 def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | None:
@@ -272,7 +279,9 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         problems.append(f"schema_version {version!r} is not a number; reading it as version {SCHEMA_VERSION}")
         version = SCHEMA_VERSION
     elif version > SCHEMA_VERSION:
-        problems.append(f"schema_version {version} is newer than this smoldata-tui reads ({SCHEMA_VERSION}); upgrade it")
+        problems.append(
+            f"schema_version {version} is newer than this smoldata-tui reads ({SCHEMA_VERSION}); upgrade it"
+        )
         return None
     reader = _Reader(data, problems)
     status = reader.text("status")

@@ -1,0 +1,1 @@
+"""The Textual app: ``smoldata-tui replay``. Only this package imports Textual."""

@@ -1,0 +1,86 @@
+"""``smoldata-tui replay``: the Textual app and its command-line entry point."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+from textual.app import App
+
+from smoldata_tui.ui.commands import EpisodeCommands
+from smoldata_tui.ui.gc_tuning import QuietCollector
+
+
+class ReplayApp(App[None]):
+    """Opens the episode screen on a trace file, or the picker on a folder of traces."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "smoldata-tui"
+    COMMANDS = App.COMMANDS | {EpisodeCommands}
+
+    def __init__(self, target: Path, *, follow: bool = False, speed: float | None = None) -> None:
+        super().__init__()
+        self.target = Path(target)
+        self.follow = follow
+        self.speed = speed
+        self.collector = QuietCollector()
+
+    def on_mount(self) -> None:
+        self.collector.start()  # see ui/gc_tuning.py
+        from smoldata_tui.ui.screens.episode import EpisodeScreen
+        from smoldata_tui.ui.screens.picker import PickerScreen
+
+        if self.target.is_dir():
+            self.push_screen(PickerScreen(self.target, follow=self.follow, speed=self.speed))
+        else:
+            self.push_screen(EpisodeScreen(self.target, follow=self.follow, speed=self.speed))
+
+    def on_unmount(self) -> None:
+        self.collector.stop()
+
+
+class ReplayError(Exception):
+    """A path or option the viewer cannot use: one line for the user, exit status 2."""
+
+
+def check_target(path: Path, *, follow: bool, speed: float | None) -> None:
+    if speed is not None and not (speed > 0 and speed != float("inf")):
+        raise ReplayError(f"--speed must be a positive number, not {speed:g}")
+    if follow and speed is not None:
+        raise ReplayError("--follow and --speed cannot be combined: follow shows a live file as it grows")
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        if follow and path.parent.is_dir():
+            return  # the live run has not created it yet: the viewer waits for it
+        raise ReplayError(f"{path}: no such file or directory") from None
+    except OSError as exc:
+        raise ReplayError(f"{path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise ReplayError(f"{path}: permission denied")
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise ReplayError(
+            f"{path}: not a regular file (pipes and devices cannot be replayed; save the stream to a file)"
+        )
+    if not os.access(path, os.R_OK):
+        raise ReplayError(f"{path}: permission denied")
+
+
+def run_replay(path: str, *, follow: bool = False, speed: float | None = None) -> int:
+    """The ``replay`` subcommand: 0 on a normal quit, 2 when the path cannot be replayed."""
+    target = Path(path)
+    try:
+        check_target(target, follow=follow, speed=speed)
+    except ReplayError as exc:
+        print(f"smoldata-tui replay: {exc}", file=sys.stderr)
+        return 2
+    # Textual draws on stderr and reads keys from stdin: both must be a terminal.
+    if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
+        print("smoldata-tui replay: needs a terminal; use `smoldata-tui check` for text output", file=sys.stderr)
+        return 2
+    ReplayApp(target, follow=follow, speed=speed).run()
+    return 0

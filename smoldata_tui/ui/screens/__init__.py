@@ -1,0 +1,1 @@
+"""Screens of the replay app: the episode, the trace picker, help and the filter dialog."""

@@ -1,0 +1,443 @@
+"""The episode screen: header, timeline, side panel (detail / findings / stats / episode)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
+from smoldata_tui.trace import Stats, Verdict
+from smoldata_tui.trace.text import neutralize
+from smoldata_tui.ui.filtering import NO_FILTER, EventFilter
+from smoldata_tui.ui.gc_tuning import LoadFreezer
+from smoldata_tui.ui.screens.episode_detail import DetailController
+from smoldata_tui.ui.screens.episode_playback import PlaybackController
+from smoldata_tui.ui.screens.episode_search import SearchController, SearchProgress
+from smoldata_tui.ui.screens.episode_status import header_state, status_line
+from smoldata_tui.ui.timeline_model import TimelineModel
+from smoldata_tui.ui.trace_follower import TraceFollower
+from smoldata_tui.ui.widgets.detail import DetailView
+from smoldata_tui.ui.widgets.episode_panel import EpisodePanel
+from smoldata_tui.ui.widgets.find_bar import FindBar
+from smoldata_tui.ui.widgets.findings_panel import FindingsList, FindingsPanel
+from smoldata_tui.ui.widgets.header import EpisodeHeader
+from smoldata_tui.ui.widgets.stats_panel import StatsPanel
+from smoldata_tui.ui.widgets.timeline import LineSource, Timeline, TimelineHeader
+
+NARROW = 110  # below this many columns the side panel goes under the timeline
+TABS = {"detail": "detail-tab", "findings": "findings-tab", "stats": "stats-tab", "episode": "episode-tab"}
+
+
+class EpisodeScreen(Screen[None]):
+    BINDINGS = [
+        Binding("slash", "find", "Find"),
+        Binding("n", "next_match", "Next match (or finding)", show=False),
+        Binding("N", "previous_match", "Previous match (or finding)", show=False),
+        Binding("right_square_bracket", "next_finding", "Next finding"),
+        Binding("left_square_bracket", "previous_finding", "Previous finding", show=False),
+        Binding("t", "twin", "Go to the line a finding points at (a duplicate's twin)", show=False),
+        Binding("f", "filter", "Filter"),
+        Binding("e", "toggle_findings_only", "Only rows with findings", show=False),
+        Binding("u", "clear_filter", "Clear the filter", show=False),
+        Binding("r", "toggle_raw", "Raw JSON"),
+        Binding("p", "toggle_panel", "Side panel", show=False),
+        Binding("1", "show_tab('detail')", "Detail tab", show=False),
+        Binding("2", "show_tab('findings')", "Findings tab", show=False),
+        Binding("3", "show_tab('stats')", "Stats tab", show=False),
+        Binding("4", "show_tab('episode')", "Episode / grade tab", show=False),
+        Binding("y", "copy_line", "Copy the event's JSON line", show=False),
+        Binding("escape", "back", "Back: to the timeline, clear the search, to the trace list", show=False),
+        Binding("space", "playback_toggle", "Pause / resume playback"),
+        Binding("full_stop", "playback_step", "Playback: one more event"),
+        Binding("greater_than_sign", "playback_speed(2)", "Playback: twice as fast", show=False),
+        Binding("less_than_sign", "playback_speed(0.5)", "Playback: half as fast", show=False),
+        Binding("question_mark", "help", "Keys"),
+        Binding("q", "leave", "Quit"),
+    ]
+
+    def __init__(
+        self, path: Path, *, follow: bool = False, speed: float | None = None, from_picker: bool = False
+    ) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.follow = follow
+        self.speed = speed
+        self.from_picker = from_picker
+        self.live = follow or speed is not None
+        self.model = TimelineModel()
+        self.source = LineSource()
+        self.generation = 0
+        self.finished = False
+        self.stats = Stats()
+        self.verdict: Verdict | None = None
+        self.metadata: EpisodeMetadata | None = None
+        self.progress = ""
+        self.notice = ""
+        self.panel_wanted: bool | None = None  # None: decided by the terminal width
+        self.playback = PlaybackController(self, speed) if speed is not None else None
+        self.detail = DetailController(self)
+        self._status_text: Text | None = None
+        self.freezer = LoadFreezer()
+        self.search = SearchController(self)
+
+    # --- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        timeline = Timeline(self.model, self.source, tail=self.live, id="timeline")
+        yield EpisodeHeader(id="header")
+        with Horizontal(id="body"):
+            with Vertical(id="main"):
+                yield TimelineHeader(timeline, id="columns")
+                yield timeline
+                yield Static(id="status-line")
+                yield FindBar(id="find-bar")
+            with TabbedContent(id="side", initial=TABS["detail"]):
+                with TabPane("Detail", id=TABS["detail"]):
+                    yield DetailView(id="detail")
+                with TabPane("Findings", id=TABS["findings"]):
+                    yield FindingsPanel(id="findings")
+                with TabPane("Stats", id=TABS["stats"]):
+                    yield StatsPanel(id="stats")
+                with TabPane("Episode", id=TABS["episode"]):
+                    yield EpisodePanel(id="episode")
+        yield Footer()
+        yield TraceFollower(self.path, follow=self.follow, release_limit=0 if self.speed is not None else None)
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.query_one(Timeline)
+
+    @property
+    def follower(self) -> TraceFollower:
+        return self.query_one(TraceFollower)
+
+    def on_mount(self) -> None:
+        self.timeline.focus()
+        self.refresh_header()
+        if self.playback is not None:
+            self.playback.start()
+
+    def on_unmount(self) -> None:
+        self.source.close()
+        self.freezer.release()  # or the picker's next episode would keep this one in memory
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < NARROW, "-narrow")
+        self._apply_panel()
+
+    def _apply_panel(self) -> None:
+        wanted = self.panel_wanted if self.panel_wanted is not None else self.size.width >= NARROW
+        self.query_one("#side").display = wanted
+
+    @property
+    def panel_visible(self) -> bool:
+        return bool(self.query_one("#side").display)
+
+    # --- the reader's messages ----------------------------------------------------------------
+    @on(TraceFollower.Opened)
+    def _opened(self, message: TraceFollower.Opened) -> None:
+        self.generation = message.generation
+        self.source.replace(message.fd)
+        self.model.reset(message.events, message.findings)
+        self.finished = False
+        timeline = self.timeline
+        timeline.pending = 0
+        timeline.invalidate(summaries=True)
+        timeline.rows_changed(0)
+        self.search.reset()
+        self.notice = message.notice or ""  # a "waiting for the file" notice is over too
+        if message.notice:
+            self.tell(message.notice, title="Trace reset", severity="warning", timeout=8)
+        self._update_status()
+
+    @on(TraceFollower.Grew)
+    def _grew(self, message: TraceFollower.Grew) -> None:
+        if message.generation != self.generation:
+            return
+        model, timeline = self.model, self.timeline
+        was_empty = model.count == 0
+        kept_event = timeline.cursor_event
+        added = model.extend(message.event_count)
+        new_findings = message.finding_count != model.finding_count
+        refiltered = model.add_findings(message.finding_count)
+        if refiltered and kept_event is not None:
+            timeline.move_cursor(model.row_near(kept_event), by_user=False)
+        timeline.rows_changed(added)
+        if new_findings:
+            timeline.invalidate()
+            self.query_one(FindingsPanel).set_findings(model.findings, model.finding_count)
+            self._label_tab("findings", f"Findings ({model.finding_count:,})")
+        self.stats, self.verdict, self.finished = message.stats, message.verdict, message.finished
+        if self.query_one(TabbedContent).active == TABS["stats"]:
+            self.query_one(StatsPanel).set_stats(message.stats)
+        if message.finished or message.file_size == 0 or (message.caught_up and self.live):
+            self.progress = ""
+        else:
+            self.progress = f"loading {message.bytes_read / message.file_size:.0%}"
+        if was_empty and model.row_count:
+            self.detail.show(timeline.cursor_event)
+        self.search.grew()
+        self.refresh_header()
+        self._update_status()
+        self.freezer.loaded(model.count, message.caught_up)
+
+    @on(TraceFollower.MetadataChanged)
+    def _metadata(self, message: TraceFollower.MetadataChanged) -> None:
+        self.metadata = message.metadata
+        self.query_one(EpisodePanel).set_metadata(message.metadata, metadata_path_for(self.path).name, message.problems)
+        graded = message.metadata is not None and message.metadata.grade is not None
+        self._label_tab("episode", "Grade" if graded else "Episode")
+        for problem in message.problems:
+            self.tell(problem, title="Episode metadata", severity="warning", timeout=8)
+        self.refresh_header()
+
+    @on(TraceFollower.Waiting)
+    def _waiting(self, message: TraceFollower.Waiting) -> None:
+        self.notice = message.reason
+        self._update_status()
+
+    @on(TraceFollower.Failed)
+    def _failed(self, message: TraceFollower.Failed) -> None:
+        self.notice = message.reason
+        self.tell(message.reason, title="Cannot read the trace", severity="error", timeout=15)
+        self._update_status()
+
+    # --- header and status line ---------------------------------------------------------------
+    def refresh_header(self) -> None:
+        if self.playback is not None:
+            activity = self.playback.activity()
+        elif self.follow and not self.finished:
+            activity = self.progress or "\u25cf following"
+        else:
+            activity = self.progress
+        self.query_one(EpisodeHeader).state = header_state(
+            self.path,
+            self.metadata,
+            self.model,
+            self.stats,
+            self.verdict,
+            finished=self.finished,
+            live=self.live,
+            activity=activity,
+        )
+
+    def _update_status(self) -> None:
+        text = status_line(self.model, self.timeline.pending, self.notice)
+        if text == self._status_text:
+            return  # Static.update re-lays out the screen: not ten times a second for nothing
+        self._status_text = text
+        line = self.query_one("#status-line", Static)
+        line.update(text)
+        line.display = bool(text.plain)
+
+    @on(Timeline.FollowRequested)
+    def _follow_requested(self) -> None:
+        if self.playback is not None:
+            self.playback.to_end()
+
+    @on(Timeline.PendingChanged)
+    def _pending(self) -> None:
+        self._update_status()
+
+    def on_click(self, event: events.Click) -> None:
+        if getattr(event.widget, "id", None) == "status-line" and self.timeline.pending:
+            self.timeline.action_last()
+
+    # --- the detail pane ----------------------------------------------------------------------
+    @on(Timeline.CursorMoved)
+    def _cursor_moved(self, message: Timeline.CursorMoved) -> None:
+        self.detail.cursor_moved(message.event, message.by_user)
+        self.search.update_count()
+
+    @on(Timeline.DetailRequested)
+    def _detail_requested(self, message: Timeline.DetailRequested) -> None:
+        self.show_tab("detail")
+        self.query_one(DetailView).focus()
+
+    def show_tab(self, name: str) -> None:
+        """Open the side panel on a tab (the detail tab shows the selected event)."""
+        self.panel_wanted = True
+        self._apply_panel()
+        self.query_one(TabbedContent).active = TABS[name]
+        if name == "detail":
+            self.detail.show(self.timeline.cursor_event)
+
+    def _label_tab(self, name: str, label: str) -> None:
+        tab = self.query_one(TabbedContent).get_tab(TABS[name])
+        if tab.label_text != label:
+            tab.label = Text(label)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == TABS["stats"]:
+            self.query_one(StatsPanel).set_stats(self.stats)
+
+    # --- findings -----------------------------------------------------------------------------
+    @on(FindingsList.JumpRequested)
+    def _jump_to_finding(self, message: FindingsList.JumpRequested) -> None:
+        finding = message.finding
+        if finding.event is None:
+            self.tell("This finding is about the whole stream, not one line.", timeout=4)
+            return
+        self.jump_to_event(finding.event)
+        self.timeline.focus()
+
+    def jump_to_event(self, event: int) -> None:
+        if self.model.row_of(event) is None and self.model.filter.active and event < self.model.count:
+            self.apply_filter(NO_FILTER)
+            self.tell(f"The filter hid line {self.model.record(event).line}: filter cleared.", timeout=4)
+        self.timeline.go_to_event(event)
+
+    def _walk_findings(self, backwards: bool) -> None:
+        current = self.timeline.cursor_event
+        target = self.model.next_finding_event(-1 if current is None else current, backwards=backwards)
+        if target is None:
+            self.tell("No findings among the rows shown.", timeout=3)
+            self.app.bell()
+            return
+        self.timeline.go_to_event(target)
+
+    def action_twin(self) -> None:
+        event = self.timeline.cursor_event
+        related = [f.related_line for f in self.model.findings_of(event)] if event is not None else []
+        target = next((self.model.event_for_line(line) for line in related if line), None)
+        if target is None:
+            self.tell("This row's findings point at no other line.", timeout=3)
+            return
+        self.jump_to_event(target)
+
+    def action_next_finding(self) -> None:
+        self._walk_findings(backwards=False)
+
+    def action_previous_finding(self) -> None:
+        self._walk_findings(backwards=True)
+
+    # --- filter -------------------------------------------------------------------------------
+    def apply_filter(self, event_filter: EventFilter) -> None:
+        timeline = self.timeline
+        kept = timeline.cursor_event
+        self.model.set_filter(event_filter)
+        timeline.invalidate()
+        timeline.rows_changed(0)
+        if kept is not None and self.model.row_count:
+            timeline.move_cursor(self.model.row_near(kept), by_user=False, center=True)
+        timeline.post_message(Timeline.CursorMoved(timeline.cursor_event))
+        self._update_status()
+
+    def action_filter(self) -> None:
+        from smoldata_tui.ui.screens.filter import FilterScreen
+
+        self.app.push_screen(FilterScreen(self.model.filter, self.stats, self.apply_filter))
+
+    def action_toggle_findings_only(self) -> None:
+        self.apply_filter(self.model.filter.with_changes(findings_only=not self.model.filter.findings_only))
+
+    def action_clear_filter(self) -> None:
+        self.apply_filter(NO_FILTER)
+
+    # --- search (the logic lives in SearchController) -----------------------------------------
+    def action_find(self) -> None:
+        self.query_one(FindBar).open()
+
+    def action_next_match(self) -> None:
+        if self.search.active:
+            self.search.step(1)
+        else:
+            self.action_next_finding()
+
+    def action_previous_match(self) -> None:
+        if self.search.active:
+            self.search.step(-1)
+        else:
+            self.action_previous_finding()
+
+    @on(SearchProgress)
+    def _search_progress(self, message: SearchProgress) -> None:
+        self.search.apply(message)
+
+    @on(FindBar.QueryChanged)
+    def _query_changed(self, message: FindBar.QueryChanged) -> None:
+        self.search.start(message.query)
+
+    @on(FindBar.Step)
+    def _find_step(self, message: FindBar.Step) -> None:
+        self.search.step(message.direction)
+        if message.leave:
+            self.timeline.focus()
+
+    @on(FindBar.Closed)
+    def _find_closed(self) -> None:
+        self.search.start("")
+        self.timeline.focus()
+
+    # --- panel, raw, tabs, copy, back, quit ---------------------------------------------------
+    def action_toggle_raw(self) -> None:
+        self.detail.raw_mode = not self.detail.raw_mode
+        self.show_tab("detail")
+
+    def action_toggle_panel(self) -> None:
+        self.panel_wanted = not self.panel_visible
+        self._apply_panel()
+        if self.panel_visible:
+            self.detail.show(self.timeline.cursor_event)
+        else:
+            self.timeline.focus()
+
+    def action_show_tab(self, name: str) -> None:
+        self.show_tab(name)
+
+    def action_copy_line(self) -> None:
+        event = self.timeline.cursor_event
+        if event is None:
+            return
+        record = self.model.record(event)
+        self.app.copy_to_clipboard(self.source.read(record.offset, record.length).decode("utf-8", "replace"))
+        self.tell(f"Copied line {record.line} ({record.length:,} bytes).", timeout=3)
+
+    def action_back(self) -> None:
+        """Esc, one step at a time: to the timeline, then clear the search, then to the picker."""
+        if self.focused is not self.timeline:
+            self.timeline.focus()
+        elif self.search.active or self.query_one(FindBar).is_open:
+            self.query_one(FindBar).close()
+        elif self.from_picker:
+            self.dismiss(None)
+
+    def action_leave(self) -> None:
+        if self.from_picker:
+            self.dismiss(None)
+        else:
+            self.app.exit()
+
+    def tell(self, message: str, **options) -> None:
+        """A notification of plain text: never markup (Toast would parse a str as markup and
+        cannot take a Text), control characters of file names and trace text made visible."""
+        self.notify(neutralize(message, keep_newlines=False), markup=False, **options)
+
+    def action_help(self) -> None:
+        from smoldata_tui.ui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self))
+
+    # --- playback (--speed) -------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action.startswith("playback_"):
+            return self.speed is not None
+        return True
+
+    def action_playback_toggle(self) -> None:
+        if self.playback is not None:
+            self.playback.toggle()
+
+    def action_playback_step(self) -> None:
+        if self.playback is not None:
+            self.playback.step()
+
+    def action_playback_speed(self, factor: float) -> None:
+        if self.playback is not None:
+            self.playback.change_speed(float(factor))

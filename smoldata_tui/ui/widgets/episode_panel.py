@@ -1,0 +1,90 @@
+"""The saved episode's metadata: the grade first (reward, correctness, grader output), then the rest."""
+
+from __future__ import annotations
+
+import json
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.trace.text import clip, neutralize
+
+
+def _field(text: Text, name: str, value: object) -> None:
+    if value is None or value == "" or value == {}:
+        return
+    text.append(f"{name:<17}", "bold")
+    text.append(neutralize(str(value), keep_newlines=False) + "\n")
+
+
+def grade_text(metadata: EpisodeMetadata) -> Text:
+    grade = metadata.grade
+    text = Text()
+    if grade is None:
+        return text
+    text.append("Grade\n", "bold underline")
+    if grade.env_reward is not None:
+        text.append(f"{'env_reward':<17}", "bold")
+        text.append(f"{grade.env_reward:g}\n", "bold green" if grade.env_reward > 0 else "bold red")
+    if grade.correctness is not None:
+        text.append(f"{'correctness':<17}", "bold")
+        text.append(f"{grade.correctness:g}\n", "green" if grade.correctness > 0 else "red")
+    if grade.grader_error:
+        text.append(f"{'grader error':<17}", "bold")
+        text.append(neutralize(grade.grader_error) + "\n", "red")
+    if grade.grader_output:
+        text.append("grader output\n", "bold")
+        text.append(neutralize(grade.grader_output).rstrip("\n") + "\n", "dim")
+    text.append("\n")
+    return text
+
+
+def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: list[str]) -> Text:
+    text = Text()
+    if metadata is None:
+        text.append(f"No episode metadata ({meta_name} not found beside the trace).\n", "dim")
+        text.append("Status and elapsed time are inferred from the trace itself.\n", "dim")
+    else:
+        text.append_text(grade_text(metadata))
+        text.append("Episode\n", "bold underline")
+        for name in (
+            "task",
+            "model",
+            "backend",
+            "harness",
+            "opencode_version",
+            "status",
+            "exit_code",
+            "started_at",
+            "finished_at",
+        ):
+            _field(text, name.replace("_", " "), getattr(metadata, name))
+        if metadata.duration_s is not None:
+            _field(text, "duration", f"{metadata.duration_s:.1f} s")
+        if metadata.timings:
+            text.append("\nTimings\n", "bold underline")
+            for stage, seconds in metadata.timings.items():
+                _field(text, clip(stage, 16), f"{seconds:.2f} s")
+        if metadata.config:
+            text.append("\nConfig (secrets removed)\n", "bold underline")
+            for key, value in metadata.config.items():
+                shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+                _field(text, clip(str(key), 16), clip(shown, 300))
+    if problems:
+        text.append("\nProblems with the metadata file\n", "bold yellow")
+        for problem in problems:
+            text.append(f"! {neutralize(problem, keep_newlines=False)}\n", "yellow")
+    return text
+
+
+class EpisodePanel(VerticalScroll):
+    DEFAULT_CSS = "EpisodePanel { padding: 0 1; } EpisodePanel > Static { height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("Looking for the episode metadata…", "dim"), id="episode-text")
+
+    def set_metadata(self, metadata: EpisodeMetadata | None, meta_name: str, problems: list[str]) -> None:
+        self.query_one("#episode-text", Static).update(metadata_text(metadata, meta_name, problems))

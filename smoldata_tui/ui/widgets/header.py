@@ -1,0 +1,96 @@
+"""The episode header: what this is, how it ended, and the training wrapper's verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from smoldata_tui.trace import Severity, Verdict
+from smoldata_tui.trace.summary import format_duration
+from smoldata_tui.trace.text import clip
+
+STATUS_STYLE = {
+    "running": "bold green",
+    "finished": "bold",
+    "killed": "bold red",
+    "timeout": "bold red",
+    "cancelled": "bold yellow",
+    "error": "bold red",
+    "empty": "bold red",
+}
+
+
+@dataclass(frozen=True)
+class HeaderState:
+    name: str = ""
+    task: str | None = None
+    model: str | None = None
+    status: str = "loading"
+    elapsed_ms: float | None = None
+    verdict: Verdict | None = None
+    grade: str | None = None
+    events: int = 0
+    severity_counts: dict[Severity, int] = field(default_factory=dict)
+    activity: str = ""  # loading 45% / following / ▶ playback 2×
+    final: bool = False  # the verdict is final (the whole stream has been read)
+
+
+def verdict_text(verdict: Verdict | None) -> Text:
+    if verdict is None:
+        return Text("verdict: reading the trace…", "dim")
+    badge = clip(verdict.badge(), 300)
+    if verdict.failure is None:
+        style = "bold green"
+    elif verdict.failure.crashes:
+        style = "bold white on red"
+    else:
+        style = "bold black on yellow"
+    text = Text("verdict ", "dim")
+    text.append(f" {badge} ", style)
+    return text
+
+
+def header_text(state: HeaderState, width: int) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(clip(state.name, 60), "bold")
+    if state.task:
+        text.append("  task ", "dim")
+        text.append(clip(state.task, 40))
+    if state.model:
+        text.append("  model ", "dim")
+        text.append(clip(state.model, 40))
+    text.append("  ")
+    text.append(f" {state.status} ", STATUS_STYLE.get(state.status, "bold") + " reverse")
+    if state.elapsed_ms is not None:
+        text.append("  elapsed ", "dim")
+        text.append(format_duration(state.elapsed_ms) or "0ms")
+    if state.grade:
+        text.append("  ")
+        text.append(clip(state.grade, 30), "bold cyan")
+    text.append("\n")
+    text.append_text(verdict_text(state.verdict))
+    if state.verdict is not None and not state.final:
+        text.append(" if the trace ended here", "dim italic")
+    text.append(f"   {state.events:,} events", "dim")
+    counts = state.severity_counts
+    if counts.get(Severity.ERROR):
+        text.append(f"  \u2717 {counts[Severity.ERROR]}", "bold red")
+    if counts.get(Severity.WARNING):
+        text.append(f"  ! {counts[Severity.WARNING]}", "yellow")
+    if counts.get(Severity.INFO):
+        text.append(f"  \u00b7 {counts[Severity.INFO]}", "dim")
+    if state.activity:
+        text.append(f"   {state.activity}", "italic")
+    return text
+
+
+class EpisodeHeader(Widget):
+    DEFAULT_CSS = "EpisodeHeader { height: 2; padding: 0 1; background: $panel; }"
+
+    state: reactive[HeaderState] = reactive(HeaderState, always_update=False)
+
+    def render(self) -> Text:
+        return header_text(self.state, self.size.width)
