@@ -121,3 +121,22 @@ def test_nan_call_ids_in_two_parts_are_one_repeated_id(tmp_path):
     assert sequential.verdict.reason == "ValueError: Missing or repeated tool action IDs"
     merged = merged_at(path, data, [1])  # cut after the second line
     assert canonical(merged) == canonical(sequential)
+
+
+def test_lines_before_counts_dense_and_sparse_windows(tmp_path, monkeypatch):
+    from smoldata_tui.trace import parallel
+
+    monkeypatch.setattr(parallel, "_WINDOW", mmap_granularity())
+    monkeypatch.setattr(parallel, "_SPARSE", 5)
+    data = b"x" * 70000 + b"\n" * 9000 + b"y\n" * 3 + b"z" * 5000 + b"\n"
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(data)
+    with path.open("rb") as handle:
+        for offset in (0, 1, 70000, 70001, 79000, 79003, len(data) - 1, len(data)):
+            assert parallel._lines_before(handle, offset) == data[:offset].count(b"\n")
+
+
+def mmap_granularity() -> int:
+    import mmap
+
+    return mmap.ALLOCATIONGRANULARITY

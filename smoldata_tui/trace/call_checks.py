@@ -19,24 +19,31 @@ def _falsy_name(value: object) -> str:
     return f"{clip(repr(value), 20)}, which is falsy"
 
 
-def _fingerprint(state: object) -> tuple:
+def _fingerprint(state: object) -> int:
     """Enough of a call's state to tell an identical re-emission from a changed one, cheaply.
 
-    Small flat values only: the fingerprints of a part analysed in another process are pickled.
+    A hash, so that the first occurrences of a part analysed in another process pickle
+    small; check's workers are forked, so they share this process's hash seed.
     """
     if type(state) is not dict:
-        return (repr(state)[:100],)
+        return hash(repr(state)[:100])
     output = state.get("output")
     time = state.get("time")
     if type(time) is dict:
         time = (time.get("start"), time.get("end"))
-    return (
-        state.get("status"),
-        state.get("title"),
-        len(output) if type(output) is str else None,
-        time,
-        state.get("error"),
-    )
+    try:
+        return hash((state.get("status"), state.get("title"), len(output) if type(output) is str else None,
+                     time, state.get("error")))  # fmt: skip
+    except TypeError:  # an unhashable value somewhere in an odd state
+        return hash(repr(state)[:200])
+
+
+def _part_id(part: dict) -> int:
+    part_id = part.get("id")
+    try:
+        return hash(part_id)
+    except TypeError:
+        return hash(repr(part_id))
 
 
 def _shifted(occurrence: tuple, base: int) -> tuple:
@@ -139,7 +146,7 @@ class CallChecks:
             first = self.first_seen.get(call_id)
         except TypeError:
             return  # an unhashable id: the verdict explains it
-        occurrence = (line, index, part.get("id"), part.get("tool"), _fingerprint(state))
+        occurrence = (line, index, _part_id(part), part.get("tool"), _fingerprint(state))
         if first is None:
             self.first_seen[call_id] = occurrence
         else:
