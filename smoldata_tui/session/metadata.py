@@ -55,7 +55,8 @@ STATUSES = ("running", "finished", "killed", "timeout", "cancelled", "error")
 MAX_METADATA_BYTES = 4 << 20  # a metadata file is small; anything bigger is not one
 REDACTED = "[redacted]"
 
-_SECRET_NAME = re.compile(r"key|token|secret|password|passwd|authorization|credential|cookie", re.IGNORECASE)
+SECRET_NAME = re.compile(r"key|token|secret|password|passwd|authorization|credential|cookie", re.IGNORECASE)
+_SECRET_NAME = SECRET_NAME
 # A count such as max_tokens is not a secret: "tokens" (plural) holding a number is kept.
 _TOKEN_COUNT_NAME = re.compile(r"tokens(?![a-z])", re.IGNORECASE)
 _CREDENTIAL = re.compile(

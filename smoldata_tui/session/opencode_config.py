@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from smoldata_tui.session.metadata import SECRET_NAME
 
 __all__ = [
     "DISABLED_TOOLS",
@@ -58,9 +59,9 @@ PROVIDER_PACKAGES = {
 DEFAULT_REQUEST_TIMEOUT_MS = 600_000  # opencode_env's default
 REDACTED = "***"
 
-# Names of config values that hold credentials (apiKey, headers.Authorization, ...). Only
-# string values are replaced, so counts such as maxTokens stay readable.
-_SECRET_NAME = re.compile(r"key|token|secret|password|passwd|authorization|credential|cookie", re.IGNORECASE)
+# Names of config values that hold credentials (apiKey, headers.Authorization, ...), as the
+# metadata file knows them. Only string values are replaced, so counts such as maxTokens stay readable.
+_SECRET_NAME = SECRET_NAME
 
 
 def build_opencode_json(
