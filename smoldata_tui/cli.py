@@ -116,12 +116,9 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_tasks_listing(args.tasks, as_json=args.json)
         if args.command == "run":
-            if not args.headless:
-                print("smoldata-tui run: the live screen is not built yet; pass --headless", file=sys.stderr)
-                return 2
-            from smoldata_tui.run_command import run_headless
+            from smoldata_tui.run_command import run_live_or_headless
 
-            return run_headless(args)
+            return run_live_or_headless(args)
         if args.command == "opencode":
             from smoldata_tui.session.opencode_install import run_opencode_cli
 

@@ -115,15 +115,11 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
     }
 
 
-def run_headless(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out, err = out or sys.stdout, err or sys.stderr
-    try:
-        task = _find_task(args.task, args.tasks)
-        endpoint = open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
-    except (TaskError, EndpointError, UsageError) as exc:
-        print(f"smoldata-tui run: {exc}", file=err)
-        return 2
-    spec = EpisodeSpec(
+def episode_spec(args) -> EpisodeSpec:
+    """The episode the arguments describe; raises TaskError, EndpointError or UsageError."""
+    task = _find_task(args.task, args.tasks)
+    endpoint = open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
+    return EpisodeSpec(
         task=task,
         endpoint=endpoint,
         backend=args.backend,
@@ -132,6 +128,23 @@ def run_headless(args, out: TextIO | None = None, err: TextIO | None = None) -> 
         opencode_version=args.opencode_version,
         opencode_bin=args.opencode_bin,
     )
+
+
+def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        spec = episode_spec(args)
+    except (TaskError, EndpointError, UsageError) as exc:
+        print(f"smoldata-tui run: {exc}", file=err)
+        return 2
+    if not args.headless:
+        from smoldata_tui.ui.live_app import run_live
+
+        return run_live(spec)
+    return run_headless(spec, out, err)
+
+
+def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
     printer = HeadlessPrinter(out, err)
     episode = Episode(spec, printer)
     # SIGTERM (a CI job cancelled) stops the agent and still saves and releases everything.

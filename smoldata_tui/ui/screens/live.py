@@ -1,0 +1,216 @@
+"""The live episode: stage progress while a task runs, then its timeline, then its grade.
+
+The episode runs in a worker thread (:class:`~smoldata_tui.session.episode.Episode`); its
+observer posts messages here, which is thread-safe. When the agent starts, the episode
+screen opens on the run's trace file in follow mode: live and replay are one path. Esc on
+the timeline comes back to the stages. Cancelling asks first, stops the agent, keeps what
+was received and releases the sandbox; quitting during a run does the same.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, DataTable, Footer, Static
+
+from smoldata_tui.session.episode import STAGES, Episode, EpisodeResult, EpisodeSpec
+from smoldata_tui.trace.text import clip
+
+_STATE_STYLE = {"started": "bold cyan", "progress": "cyan", "done": "green", "failed": "bold red", "skipped": "dim"}
+
+
+class StageChanged(Message):
+    def __init__(self, name: str, state: str, elapsed_s: float, message: str) -> None:
+        super().__init__()
+        self.name, self.state, self.elapsed_s, self.message = name, state, elapsed_s, message
+
+
+class TraceOpened(Message):
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
+class EpisodeEnded(Message):
+    def __init__(self, result: EpisodeResult | None, error: str | None = None) -> None:
+        super().__init__()
+        self.result, self.error = result, error
+
+
+class _Observer:
+    """The runner's observer: every call becomes a message to the screen (from the worker thread)."""
+
+    def __init__(self, screen: LiveScreen) -> None:
+        self.screen = screen
+
+    def opened(self, trace_path: Path) -> None:
+        self.screen.post_message(TraceOpened(trace_path))
+
+    def stage(self, name: str, state: str, elapsed_s: float, message: str = "") -> None:
+        self.screen.post_message(StageChanged(name, state, elapsed_s, message))
+
+    def received(self, data: bytes) -> None:
+        pass  # the timeline follows the trace file itself
+
+
+class ConfirmCancel(ModalScreen[bool]):
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Static(Text("Cancel the episode? The agent is stopped, what it wrote is kept, the sandbox released."))
+            with Horizontal():
+                yield Button("Cancel the episode (y)", id="yes", variant="error")
+                yield Button("Keep running (n)", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class LiveScreen(Screen[None]):
+    BINDINGS = [
+        Binding("enter,t", "timeline", "Timeline"),
+        Binding("escape,ctrl+c", "cancel", "Cancel the episode"),
+        Binding("q", "quit_episode", "Quit"),
+    ]
+    DEFAULT_CSS = """
+    LiveScreen #live-header { height: auto; padding: 0 1; background: $panel; }
+    LiveScreen DataTable { height: auto; max-height: 12; margin: 1 1; }
+    LiveScreen #live-outcome { height: auto; padding: 0 1; }
+    ConfirmCancel { align: center middle; }
+    ConfirmCancel #confirm { width: 70; height: auto; padding: 1 2; border: thick $error; background: $surface; }
+    ConfirmCancel Horizontal { height: auto; margin-top: 1; }
+    """
+
+    def __init__(self, spec: EpisodeSpec) -> None:
+        super().__init__()
+        self.spec = spec
+        self.episode = Episode(spec, _Observer(self))
+        self.trace_path: Path | None = None
+        self.result: EpisodeResult | None = None
+        self.running = True
+        self._quit_after = False
+        self._started = time.monotonic()
+        self._timeline_shown = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._header(), id="live-header")
+        table: DataTable = DataTable(cursor_type="none", zebra_stripes=True)
+        for column, width in (("stage", 18), ("state", 9), ("elapsed", 8), ("what happened", 90)):
+            table.add_column(column, key=column, width=width)
+        for name in STAGES:
+            table.add_row(Text(name), Text("waiting", style="dim"), Text(""), Text(""), key=name)
+        yield table
+        yield Static(Text("The timeline opens when the agent starts (Enter or t to open it)."), id="live-outcome")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.run_worker(self._run, thread=True, exclusive=True, group="episode", name="episode")
+
+    def _run(self) -> None:
+        try:
+            result = self.episode.run()
+        except BaseException as exc:  # noqa: BLE001 - shown, never a traceback on screen
+            self.post_message(EpisodeEnded(None, clip(f"{type(exc).__name__}: {exc}", 300)))
+            return
+        self.post_message(EpisodeEnded(result))
+
+    # --- what the runner says -----------------------------------------------------------------
+    def on_stage_changed(self, message: StageChanged) -> None:
+        table = self.query_one(DataTable)
+        if message.name not in STAGES:
+            self.app.notify(clip(f"{message.name}: {message.state} {message.message}", 200), severity="warning")
+            return
+        style = _STATE_STYLE.get(message.state, "")
+        table.update_cell(message.name, "state", Text(message.state, style=style))
+        table.update_cell(message.name, "elapsed", Text(f"{message.elapsed_s:.1f}s"))
+        if message.message:
+            table.update_cell(message.name, "what happened", Text(clip(message.message, 120), style=style))
+        if message.name == "agent running" and message.state == "started":
+            self.action_timeline()
+
+    def on_trace_opened(self, message: TraceOpened) -> None:
+        self.trace_path = message.path
+        self.query_one("#live-header", Static).update(self._header())
+
+    def on_episode_ended(self, message: EpisodeEnded) -> None:
+        self.running = False
+        self.result = message.result
+        self.query_one("#live-header", Static).update(self._header())
+        self.query_one("#live-outcome", Static).update(self._outcome(message))
+        if self._quit_after:
+            self.app.exit()
+
+    # --- actions ----------------------------------------------------------------------------
+    def action_timeline(self) -> None:
+        if self.trace_path is None or self._timeline_shown:
+            return
+        from smoldata_tui.ui.screens.episode import EpisodeScreen
+
+        self._timeline_shown = True
+        self.app.push_screen(EpisodeScreen(self.trace_path, follow=True, from_picker=True), self._timeline_closed)
+
+    def _timeline_closed(self, _result: object = None) -> None:
+        self._timeline_shown = False
+
+    def action_cancel(self) -> None:
+        if not self.running:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.episode.cancel()
+                self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="yellow"))
+
+        self.app.push_screen(ConfirmCancel(), answered)
+
+    def action_quit_episode(self) -> None:
+        if not self.running:
+            self.app.exit()
+            return
+        self._quit_after = True
+        self.episode.cancel()
+        self.query_one("#live-outcome", Static).update(
+            Text("quitting: stopping the agent, saving, releasing the sandbox…", style="yellow")
+        )
+
+    # --- text -------------------------------------------------------------------------------
+    def _header(self) -> Text:
+        spec = self.spec
+        status = "running" if self.running else (self.result.status if self.result else "failed")
+        text = Text()
+        text.append(f"{spec.task.name}", style="bold")
+        text.append(f"  model {clip(spec.endpoint.label, 60)}  backend {spec.backend}  ")
+        text.append(status, style="bold cyan" if self.running else "bold")
+        if self.trace_path is not None:
+            text.append(f"  saving to {clip(str(self.trace_path.parent), 80)}", style="dim")
+        return text
+
+    def _outcome(self, message: EpisodeEnded) -> Text:
+        result = message.result
+        if result is None:
+            return Text(f"the episode could not run: {message.error}", style="bold red")
+        text = Text()
+        text.append(f"{result.status}", style="bold")
+        text.append(f" · exit code {result.exit_code}")
+        if result.grade is not None:
+            if result.grade.grader_error:
+                text.append(f" · grader failed: {clip(result.grade.grader_error, 100)}", style="bold red")
+            else:
+                text.append(f" · env_reward {result.grade.env_reward:g}", style="bold green" if result.grade.env_reward else "bold red")
+        if result.recovered:
+            text.append(f" · {len(result.recovered)} unfinished call(s) recovered from opencode export", style="yellow")
+        if result.error is not None:
+            text.append(f" · {clip(str(result.error), 160)}", style="red")
+        text.append("   (t: timeline, q: quit)", style="dim")
+        return text

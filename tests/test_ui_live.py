@@ -1,0 +1,108 @@
+"""The live episode screen, driven by Pilot, with a real episode: the real OpenCode in a real
+bubblewrap sandbox, answered by the replay model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from smoldata_tui.session.episode import EpisodeSpec
+from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.tasks import default_task_root, load_task
+from smoldata_tui.ui.live_app import LiveApp
+from smoldata_tui.ui.screens.episode import EpisodeScreen
+from smoldata_tui.ui.screens.live import ConfirmCancel, LiveScreen
+
+from .conftest import SAMPLES
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs, sandboxes  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("opencode_bin")
+
+
+def spec_for(recording, save_dir, timeout=120) -> EpisodeSpec:
+    return EpisodeSpec(
+        task=load_task(default_task_root() / "sales-top-region"),
+        endpoint=open_endpoint(model=f"replay:{recording}"),
+        timeout_s=timeout,
+        save_dir=save_dir,
+    )
+
+
+async def wait_for(pilot, condition, seconds: float) -> None:
+    for _ in range(int(seconds * 10)):
+        if condition():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError("timed out waiting")
+
+
+async def back_to_stages(pilot, app) -> None:
+    """Esc steps back one level at a time (focus, search, then the timeline itself)."""
+    for _ in range(4):
+        if isinstance(app.screen, LiveScreen):
+            return
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+    assert isinstance(app.screen, LiveScreen)
+
+
+def live_screen(app) -> LiveScreen:
+    return next(screen for screen in app.screen_stack if isinstance(screen, LiveScreen))
+
+
+async def test_a_live_episode_shows_stages_then_its_timeline_then_its_grade(tmp_path, sandboxes):
+    app = LiveApp(spec_for(SAMPLES / "clean_pass.jsonl", tmp_path / "runs"))
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        # The timeline opens on the run's own trace file when the agent starts.
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 60)
+        assert app.screen.path == live_screen(app).trace_path and app.screen.follow
+        await wait_for(pilot, lambda: not live_screen(app).running, 90)
+        result = live_screen(app).result
+        assert result.status == "finished" and result.grade.env_reward == 1.0
+        await back_to_stages(pilot, app)
+        outcome = str(app.screen.query_one("#live-outcome").render())
+        assert "finished" in outcome and "env_reward 1" in outcome
+        table = app.screen.query_one("DataTable")
+        assert [str(table.get_row_at(i)[1]) for i in range(table.row_count)] == ["done"] * 6
+        assert sandbox_dirs(sandboxes) == []
+        await pilot.press("q")
+
+
+async def test_cancel_asks_first_then_stops_the_agent_and_releases_everything(tmp_path, sandboxes):
+    app = LiveApp(spec_for(_sleeping_recording(tmp_path), tmp_path / "runs"))
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 60)
+        await pilot.pause(3)  # the agent is now inside `sleep 300`
+        await back_to_stages(pilot, app)
+        await pilot.press("escape")
+        assert isinstance(app.screen, ConfirmCancel)
+        await pilot.press("n")  # keep running: nothing happens
+        await pilot.pause(0.5)
+        assert live_screen(app).running
+        await pilot.press("escape")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not live_screen(app).running, 60)
+        result = live_screen(app).result
+        assert result.status == "cancelled" and result.grade is None
+        assert [(call.tool, call.status) for call in result.recovered] == [("bash", "running")]
+        assert processes_matching("sleep 300") == []
+        assert sandbox_dirs(sandboxes) == []
+        await pilot.press("q")
+
+
+async def test_quitting_during_a_run_cancels_it_and_leaves_nothing(tmp_path, sandboxes):
+    app = LiveApp(spec_for(_sleeping_recording(tmp_path), tmp_path / "runs"))
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 60)
+        await back_to_stages(pilot, app)
+        screen = live_screen(app)
+        await pilot.press("q")
+        for _ in range(600):
+            if not screen.running:
+                break
+            await asyncio.sleep(0.1)
+    assert screen.result.status == "cancelled"
+    assert processes_matching("sleep 300") == []
+    assert sandbox_dirs(sandboxes) == []
