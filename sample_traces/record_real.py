@@ -148,9 +148,6 @@ def record(scenario: Scenario, work: Path) -> dict:
     meta["trace"] = f"{scenario.name}.jsonl"
     meta["model"] = "replay (a scripted recording)"
     (OUT / f"{scenario.name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    if result.recovered:
-        calls = [call.to_json() for call in result.recovered]
-        (OUT / f"{scenario.name}.recovered.json").write_text(json.dumps(calls, indent=2) + "\n")
     verdict = analyze_path(OUT / f"{scenario.name}.jsonl")[0].verdict
     grade = result.grade.env_reward if result.grade else None
     return {"name": scenario.name, "shows": scenario.shows, "status": result.status,
@@ -172,8 +169,8 @@ def main() -> int:
         "",
         "Made by `python sample_traces/record_real.py`: a scripted model (the replay model) drives the",
         "real OpenCode in a bubblewrap sandbox on the sample task `sales-top-region`; the calls run for",
-        "real and the real grader scores the answer. Each trace has its `.meta.json` beside it, and a",
-        "killed run its `.recovered.json` (the calls `opencode export` still had running).",
+        "real and the real grader scores the answer. Each trace has its `.meta.json` beside it; for a",
+        "killed run it lists the calls `opencode export` still had running (`recovered_calls`).",
         "",
         "| trace | what it shows | status | exit code | verdict | grade | recovered calls |",
         "|---|---|---|---|---|---|---|",

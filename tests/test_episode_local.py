@@ -162,7 +162,8 @@ def test_stopping_mid_tool_leaves_nothing_and_recovers_the_running_call(tmp_path
     assert result.status == ("cancelled" if how == "cancel" else "timeout")
     assert [(c.tool, c.status) for c in result.recovered] == [("bash", "running")]
     assert "sleep 300" in json.dumps(result.recovered[0].input)
-    assert json.loads((result.trace_path.parent / "run.recovered.json").read_text())[0]["status"] == "running"
+    saved = json.loads(result.metadata_path.read_text())["recovered_calls"]
+    assert [(call["tool"], call["status"], call["source"]) for call in saved] == [("bash", "running", "opencode export")]
     assert processes_matching("sleep 300") == []
     assert sandbox_dirs(sandboxes) == []
     assert json.loads(result.metadata_path.read_text())["status"] == result.status

@@ -106,3 +106,16 @@ async def test_quitting_during_a_run_cancels_it_and_leaves_nothing(tmp_path, san
     assert screen.result.status == "cancelled"
     assert processes_matching("sleep 300") == []
     assert sandbox_dirs(sandboxes) == []
+
+
+async def test_calls_recovered_from_the_export_are_shown_as_unfinished():
+    from .test_ui_helpers import loaded, replay_app, screen_lines
+
+    app = replay_app(SAMPLES / "real" / "killed_mid_tool.jsonl")
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await loaded(pilot)
+        await pilot.press("4")  # the episode tab
+        await pilot.pause(0.3)
+        shown = "\n".join(screen_lines(app))
+        assert "Unfinished calls recovered from opencode export" in shown
+        assert "✗ bash" in shown and "status running" in shown and "sleep 300" in shown

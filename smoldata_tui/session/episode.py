@@ -286,12 +286,12 @@ class Episode:
                 self.observer.stage("release sandbox", "failed", 0.0, clip(f"{type(exc).__name__}: {exc}", 300))
         result.divergences = self.spec.endpoint.divergences()
         self.spec.endpoint.close()
-        _save_json(result.trace_path.with_name("run.recovered.json"), [call.to_json() for call in result.recovered])
         _save_json(result.trace_path.with_name("run.divergence.json"), result.divergences)
         metadata = result.metadata
         metadata.status = result.status
         metadata.exit_code = result.exit_code
         metadata.finished_at = _now()
+        metadata.recovered_calls = [call.to_json() for call in result.recovered]
         if result.grade is not None:
             metadata.grade = Grade(
                 env_reward=result.grade.env_reward,

@@ -150,6 +150,9 @@ class EpisodeMetadata:
     timings: dict[str, float] = field(default_factory=dict)
     config: dict = field(default_factory=dict)
     trace: str | None = None
+    # Calls still running when the agent was stopped, as ``opencode export`` kept them: each
+    # {callID, tool, status, input, partial_output, source}. The stream never shows them.
+    recovered_calls: list[dict] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict:
@@ -169,6 +172,7 @@ class EpisodeMetadata:
             "grade": self.grade.to_json() if self.grade is not None else None,
             "timings": dict(self.timings),
             "config": redact(self.config),
+            "recovered_calls": list(self.recovered_calls),
         }
 
     @property
@@ -306,8 +310,19 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         timings=_timings(reader),
         config=redact(config or {}),
         trace=reader.text("trace"),
+        recovered_calls=_recovered_calls(data, problems),
         schema_version=version,
     )
+
+
+def _recovered_calls(data: dict, problems: list[str]) -> list[dict]:
+    calls = data.get("recovered_calls")
+    if calls is None:
+        return []
+    if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
+        problems.append("recovered_calls should be a list of objects: ignored")
+        return []
+    return calls
 
 
 def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = None) -> EpisodeMetadata | None:

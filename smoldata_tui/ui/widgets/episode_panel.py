@@ -64,6 +64,18 @@ def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: li
             _field(text, name.replace("_", " "), getattr(metadata, name))
         if metadata.duration_s is not None:
             _field(text, "duration", f"{metadata.duration_s:.1f} s")
+        if metadata.recovered_calls:
+            text.append("\nUnfinished calls recovered from opencode export\n", "bold underline")
+            text.append("Running when the agent was stopped: the stream never shows them.\n", "dim")
+            for call in metadata.recovered_calls:
+                text.append(
+                    f"✗ {clip(str(call.get('tool')), 20)} {clip(str(call.get('callID')), 40)} "
+                    f"status {clip(str(call.get('status')), 20)}\n",
+                    "bold red",
+                )
+                text.append(f"  input  {clip(json.dumps(call.get('input'), ensure_ascii=False, default=str), 300)}\n")
+                if call.get("partial_output"):
+                    text.append(f"  output so far  {clip(str(call['partial_output']), 300)}\n", "dim")
         if metadata.timings:
             text.append("\nTimings\n", "bold underline")
             for stage, seconds in metadata.timings.items():
