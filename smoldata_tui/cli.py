@@ -123,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             from smoldata_tui.session.opencode_install import run_opencode_cli
 
             return run_opencode_cli(args.opencode_action, args.opencode_version)
-        parser.print_help()
-        return 0
+        from smoldata_tui.ui.live_app import run_home
+
+        return run_home()
     except KeyboardInterrupt:
         print("smoldata-tui: interrupted", file=sys.stderr)
         return 130

@@ -119,3 +119,31 @@ async def test_calls_recovered_from_the_export_are_shown_as_unfinished():
         shown = "\n".join(screen_lines(app))
         assert "Unfinished calls recovered from opencode export" in shown
         assert "✗ bash" in shown and "status running" in shown and "sleep 300" in shown
+
+
+async def test_home_lists_the_tasks_and_the_launch_form_starts_a_live_run(tmp_path, sandboxes):
+    from textual.widgets import DataTable, Input
+
+    from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
+
+    app = LiveApp(runs=tmp_path / "runs")
+    async with app.run_test(size=(140, 45), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 10)
+        table = app.screen.query_one(DataTable)
+        names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert "sales-top-region" in names and len(names) >= 4
+        table.move_cursor(row=names.index("sales-top-region"))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), 5)
+        # A missing model is said in the form, not as a crash.
+        await pilot.click("#run")
+        await pilot.pause(0.2)
+        assert "no model" in str(app.screen.query_one("#launch-error").render())
+        app.screen.query_one("#model", Input).value = f"replay:{SAMPLES / 'clean_pass.jsonl'}"
+        await pilot.click("#run")
+        await wait_for(pilot, lambda: any(isinstance(s, LiveScreen) for s in app.screen_stack), 10)
+        await wait_for(pilot, lambda: not live_screen(app).running, 120)
+        result = live_screen(app).result
+        assert result.status == "finished" and result.grade.env_reward == 1.0
+        assert result.trace_path.parent.parent == tmp_path / "runs"
+        assert sandbox_dirs(sandboxes) == []

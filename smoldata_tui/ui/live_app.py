@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from textual.app import App
 
@@ -16,19 +17,37 @@ class LiveApp(App[None]):
     TITLE = "smoldata-tui"
     COMMANDS = App.COMMANDS | {EpisodeCommands}
 
-    def __init__(self, spec: EpisodeSpec) -> None:
+    def __init__(self, spec: EpisodeSpec | None = None, *, tasks_root: Path | None = None,
+                 runs: Path = Path("runs")) -> None:  # fmt: skip
+        """With a spec: that episode, live. Without: the home screen (task set, saved episodes)."""
         super().__init__()
         self.spec = spec
+        self.tasks_root = tasks_root
+        self.runs = runs
         self.collector = QuietCollector()
 
     def on_mount(self) -> None:
-        from smoldata_tui.ui.screens.live import LiveScreen
-
         self.collector.start()
-        self.push_screen(LiveScreen(self.spec))
+        if self.spec is not None:
+            from smoldata_tui.ui.screens.live import LiveScreen
+
+            self.push_screen(LiveScreen(self.spec))
+        else:
+            from smoldata_tui.ui.screens.home import HomeScreen
+
+            self.push_screen(HomeScreen(self.tasks_root, self.runs))
 
     def on_unmount(self) -> None:
         self.collector.stop()
+
+
+def run_home(tasks_root: str | None = None, runs: str = "runs") -> int:
+    """``smoldata-tui`` with no arguments."""
+    if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
+        print("smoldata-tui: needs a terminal (see smoldata-tui --help for the commands)", file=sys.stderr)
+        return 2
+    LiveApp(tasks_root=Path(tasks_root) if tasks_root else None, runs=Path(runs)).run()
+    return 0
 
 
 def run_live(spec: EpisodeSpec) -> int:

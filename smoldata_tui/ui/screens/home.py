@@ -1,0 +1,172 @@
+"""``smoldata-tui`` without arguments: the task set and the saved episodes.
+
+Enter on a task opens the launch form (backend, model, endpoint, timeout, harness), which
+starts the live episode. ``e`` browses the saved episodes with the trace picker.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
+
+from smoldata_tui.session.episode import EpisodeSpec
+from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
+from smoldata_tui.tasks import Task, TaskError, load_task_set
+from smoldata_tui.trace.text import clip
+
+
+def _saved_traces(runs: Path) -> list[Path]:
+    return sorted(runs.glob("*/*.jsonl")) if runs.is_dir() else []
+
+
+class HomeScreen(Screen[None]):
+    BINDINGS = [
+        Binding("enter", "launch", "Run the task"),
+        Binding("e", "episodes", "Saved episodes"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+    DEFAULT_CSS = """
+    HomeScreen > #home-title { height: 1; padding: 0 1; background: $panel; }
+    HomeScreen > DataTable { height: 1fr; }
+    HomeScreen > #home-episodes { height: auto; padding: 0 1; }
+    """
+
+    def __init__(self, tasks_root: Path | None, runs: Path) -> None:
+        super().__init__()
+        self.tasks_root = tasks_root
+        self.runs = runs
+        self.tasks: list[Task] = []
+        self.problem: str | None = None
+
+    def compose(self) -> ComposeResult:
+        try:
+            self.tasks = load_task_set(self.tasks_root)
+        except TaskError as exc:
+            self.problem = clip(str(exc), 300)
+        where = self.tasks_root or "the sample tasks that ship with smoldata-tui"
+        yield Static(Text(f"tasks in {clip(str(where), 100)}  (Enter runs one, e browses saved episodes)"), id="home-title")
+        table: DataTable = DataTable(cursor_type="row", zebra_stripes=True)
+        for column, width in (("task", 26), ("tier", 8), ("category", 16), ("data", 12), ("instruction", 80)):
+            table.add_column(column, key=column, width=width)
+        for task in self.tasks:
+            table.add_row(
+                Text(task.name), Text(str(task.difficulty_tier or "")), Text(str(task.category or "")),
+                Text(task.data_source), Text(clip(task.summary, 200)), key=task.name,
+            )  # fmt: skip
+        yield table
+        yield Static(self._episodes_line(), id="home-episodes")
+        yield Footer()
+
+    def _episodes_line(self) -> Text:
+        if self.problem:
+            return Text(f"the task set cannot be read: {self.problem}", style="bold red")
+        count = len(_saved_traces(self.runs))
+        return Text(f"{count} saved episode{'s' if count != 1 else ''} in {clip(str(self.runs), 80)}", style="dim")
+
+    def current_task(self) -> Task | None:
+        table = self.query_one(DataTable)
+        if not self.tasks or table.cursor_row is None or not 0 <= table.cursor_row < len(self.tasks):
+            return None
+        return self.tasks[table.cursor_row]
+
+    def on_data_table_row_selected(self, _event: DataTable.RowSelected) -> None:
+        self.action_launch()
+
+    def action_launch(self) -> None:
+        task = self.current_task()
+        if task is not None:
+            self.app.push_screen(LaunchForm(task, self.runs))
+
+    def action_episodes(self) -> None:
+        if not _saved_traces(self.runs):
+            self.app.notify(f"no saved episodes in {clip(str(self.runs), 80)} yet")
+            return
+        from smoldata_tui.ui.screens.picker import PickerScreen
+
+        self.app.push_screen(PickerScreen(self.runs))
+
+    def on_screen_resume(self) -> None:
+        self.query_one("#home-episodes", Static).update(self._episodes_line())
+
+
+class LaunchForm(ModalScreen[None]):
+    """Backend, model, endpoint, timeout, harness. The key field is a password field, never echoed."""
+
+    BINDINGS = [Binding("escape", "dismiss_form", "Back")]
+    DEFAULT_CSS = """
+    LaunchForm { align: center middle; }
+    LaunchForm > Vertical { width: 90; height: auto; padding: 1 2; border: thick $accent; background: $surface; }
+    LaunchForm Input, LaunchForm Select { margin-bottom: 1; }
+    LaunchForm #launch-error { color: $error; height: auto; }
+    LaunchForm Horizontal { height: auto; }
+    """
+
+    def __init__(self, task: Task, runs: Path) -> None:
+        super().__init__()
+        self.launch_task = task
+        self.runs = runs
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text(f"Run {self.launch_task.name}", style="bold"))
+            yield Label("backend")
+            yield Select([("local (bubblewrap)", "local")], value="local", allow_blank=False, id="backend")
+            yield Label("model (a name at the endpoint, or replay:TRACE for the replay model)")
+            yield Input(placeholder="e.g. Qwen/Qwen3-8B or replay:sample_traces/real/passing_run.jsonl", id="model")
+            yield Label("base URL (empty: $SANDBOX_VLLM_URL + /v1)")
+            yield Input(placeholder=os.environ.get("SANDBOX_VLLM_URL", "") and "from $SANDBOX_VLLM_URL", id="base-url")
+            yield Label("API key (empty: $SANDBOX_VLLM_KEY; never shown or saved)")
+            yield Input(password=True, id="api-key")
+            yield Label("timeout, seconds")
+            yield Input("600", id="timeout", type="number")
+            yield Label("harness")
+            yield Select([("built-in driver (opencode_env's configuration)", "builtin")], value="builtin",
+                         allow_blank=False, id="harness")  # fmt: skip
+            yield Static("", id="launch-error")
+            with Horizontal():
+                yield Button("Run", id="run", variant="primary")
+                yield Button("Back", id="back")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "run":
+            self.action_start()
+        else:
+            self.dismiss(None)
+
+    def on_input_submitted(self, _event: Input.Submitted) -> None:
+        self.action_start()
+
+    def action_dismiss_form(self) -> None:
+        self.dismiss(None)
+
+    def action_start(self) -> None:
+        value = {name: self.query_one(f"#{name}", Input).value.strip() for name in ("model", "base-url", "api-key", "timeout")}
+        try:
+            timeout = float(value["timeout"] or 600)
+            if timeout <= 0:
+                raise ValueError
+        except ValueError:
+            self._error("the timeout must be a positive number of seconds")
+            return
+        try:
+            endpoint = open_endpoint(
+                model=value["model"] or None, base_url=value["base-url"] or None, api_key=value["api-key"] or None
+            )
+        except EndpointError as exc:
+            self._error(str(exc))
+            return
+        spec = EpisodeSpec(task=self.launch_task, endpoint=endpoint, backend="local", timeout_s=timeout, save_dir=self.runs)
+        from smoldata_tui.ui.screens.live import LiveScreen
+
+        self.dismiss(None)
+        self.app.push_screen(LiveScreen(spec))
+
+    def _error(self, message: str) -> None:
+        self.query_one("#launch-error", Static).update(Text(clip(message, 300)))
