@@ -43,7 +43,7 @@ from smoldata_tui.tasks import GradeResult, Task, grade_answer, stage_task
 from smoldata_tui.trace.text import clip
 
 HOME = "/root"  # the environment's sandbox_home
-POLL_S = 0.05  # how often the log is polled while the agent runs
+POLL_S = 0.02  # how often the log is polled while the agent runs: a stat and a pidfd wait
 STAGES = ("install OpenCode", "create sandbox", "stage task", "agent running", "recover calls", "grading")
 
 

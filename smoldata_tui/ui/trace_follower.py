@@ -28,6 +28,7 @@ FIRST_CHUNK = 256 << 10  # small, so the first rows are on screen after a few mi
 CHUNK = 2 << 20
 POLL_SECONDS = 0.05  # how often a followed file is checked for growth
 POST_SECONDS = 0.1  # while loading, at most this often a progress message
+LIVE_POST_SECONDS = 0.05  # once caught up with a growing file: new rows soon after they are written
 METADATA_POLL_SECONDS = 0.5
 SETTLE_SECONDS = 0.5  # a finished episode's trace must stop growing this long before it is final
 
@@ -103,6 +104,13 @@ class TraceFollower(Widget):
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """The file just grew (a live run says so): read now rather than at the next poll.
+
+        Thread-safe, so the episode runner's thread may call it directly.
+        """
         self._wake.set()
 
     def release_until(self, offset: int | None) -> None:
@@ -218,7 +226,8 @@ class _FollowLoop:
             # At most one message per POST_SECONDS (the first and the last at once): a trace
             # growing by 1,000 events a second is drawn ten times a second, not per write.
             now = time.monotonic()
-            wait = 0.0 if last_post == 0.0 or self.finished else last_post + POST_SECONDS - now
+            spacing = LIVE_POST_SECONDS if caught_up else POST_SECONDS
+            wait = 0.0 if last_post == 0.0 or self.finished else last_post + spacing - now
             if unposted and wait <= 0 and (owner.message_queue_size <= 4 or caught_up or self.finished):
                 self.post_grew(size, caught_up)
                 last_post, unposted = now, False

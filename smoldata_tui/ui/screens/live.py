@@ -57,7 +57,10 @@ class _Observer:
         self.screen.post_message(StageChanged(name, state, elapsed_s, message))
 
     def received(self, data: bytes) -> None:
-        pass  # the timeline follows the trace file itself
+        # The timeline follows the trace file itself; this only saves it waiting for its next poll.
+        follower = self.screen.follower
+        if follower is not None:
+            follower.wake()
 
 
 class ConfirmCancel(ModalScreen[bool]):
@@ -102,6 +105,7 @@ class LiveScreen(Screen[None]):
         self._quit_after = False
         self._started = time.monotonic()
         self._timeline_shown = False
+        self.follower = None  # the open timeline's TraceFollower, woken when new bytes arrive
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), id="live-header")
@@ -158,10 +162,22 @@ class LiveScreen(Screen[None]):
         from smoldata_tui.ui.screens.episode import EpisodeScreen
 
         self._timeline_shown = True
-        self.app.push_screen(EpisodeScreen(self.trace_path, follow=True, from_picker=True), self._timeline_closed)
+        timeline = EpisodeScreen(self.trace_path, follow=True, from_picker=True)
+        self.app.push_screen(timeline, self._timeline_closed)
+        self.call_after_refresh(self._find_follower, timeline)
+
+    def _find_follower(self, timeline) -> None:
+        from smoldata_tui.ui.trace_follower import TraceFollower
+
+        followers = timeline.query(TraceFollower)
+        if followers:
+            self.follower = followers.first()
+        elif timeline.is_attached:
+            self.call_after_refresh(self._find_follower, timeline)
 
     def _timeline_closed(self, _result: object = None) -> None:
         self._timeline_shown = False
+        self.follower = None
 
     def action_cancel(self) -> None:
         if not self.running:
