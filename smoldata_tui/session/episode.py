@@ -120,7 +120,11 @@ class Episode:
         self.observer = observer
         self._cancel = threading.Event()
         self._sandbox = None
+        self._opencode = "opencode"  # how the agent command names the binary inside the sandbox
         self.run_dir: Path | None = None
+        endpoint = spec.endpoint
+        # OpenCode reads the key from here, inside the sandbox; saved metadata gets it redacted.
+        self._opencode_json = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
 
     def cancel(self) -> None:
         """Stop the agent, keep what was received, grade nothing, release the sandbox."""
@@ -141,7 +145,7 @@ class Episode:
             started_at=_now(),
             status="running",
             trace=trace_path.name,
-            config=redacted(build_opencode_json(spec.endpoint.base_url, spec.endpoint.api_key, spec.endpoint.model)),
+            config=redacted(self._opencode_json),
         )
         meta_path = metadata_path_for(trace_path)
         save_metadata(meta_path, metadata)
@@ -197,9 +201,7 @@ class Episode:
 
     def _write_agent_files(self) -> None:
         spec, sandbox = self.spec, self._sandbox
-        endpoint = spec.endpoint
-        config = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
-        sandbox.write_text(config_path(HOME), opencode_json_text(config))  # OpenCode reads the key here only
+        sandbox.write_text(config_path(HOME), opencode_json_text(self._opencode_json))
         sandbox.write_text(instruction_path(HOME), spec.task.instruction)
         sandbox.exec(f"mkdir -p {HOME}/logs/agent && : > {agent_log_path(HOME)}", timeout=30)
 
@@ -239,8 +241,7 @@ class Episode:
         say(f"agent ended: {result.status}, exit code {result.exit_code}, {follower.offset} bytes of log")
 
     def _recover(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
-        trace = result.trace_path.read_bytes()
-        session_id = first_session_id(trace)
+        session_id = first_session_id(result.trace_path)
         if session_id is None:
             say("no sessionID in the log: nothing to recover")
             return

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
 
 from smoldata_tui.trace.text import neutralize
 
@@ -36,15 +38,16 @@ class RecoveredCall:
         }
 
 
-def first_session_id(trace: bytes) -> str | None:
-    """The sessionID of the first event that has one."""
-    for line in trace.split(b"\n", 50)[:50]:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("sessionID"), str):
-            return event["sessionID"]
+def first_session_id(trace_path: Path, lines: int = 50) -> str | None:
+    """The sessionID of the first event that has one (reads only the first lines)."""
+    with open(trace_path, "rb") as trace:
+        for line in islice(trace, lines):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and isinstance(event.get("sessionID"), str):
+                return event["sessionID"]
     return None
 
 
