@@ -1,0 +1,171 @@
+"""The control-plane routes (``{api_url}/sandbox...``) the SDK 0.226.1 calls: create, get, list,
+stop, delete, keep-alive and the cheap setters. Paths, query parameters and bodies follow
+``daytona_api_client_async/api/sandbox_api.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import uuid
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from smoldata_tui.sandbox import SandboxError
+from tests.daytona_local.state import SandboxRecord, base_image, error_response, now_iso, sandbox_json
+
+if TYPE_CHECKING:
+    from tests.daytona_local.server import LocalDaytona
+
+# Fields the list endpoint leaves out (SandboxListItem has no env, build info or network details).
+_LIST_OMITS = ("env", "kvm", "buildInfo", "volumes", "outboundProxyUrl", "otelEndpointOverride")
+_DEFAULT_PAGE = 100
+
+
+def add_routes(app: web.Application, server: LocalDaytona) -> None:
+    routes = ControlPlane(server)
+    app.router.add_post("/api/sandbox", routes.create)
+    app.router.add_get("/api/sandbox", routes.list)
+    app.router.add_get("/api/sandbox/{id}", routes.get)
+    app.router.add_delete("/api/sandbox/{id}", routes.delete)
+    app.router.add_post("/api/sandbox/{id}/stop", routes.stop)
+    app.router.add_post("/api/sandbox/{id}/start", routes.start)
+    app.router.add_post("/api/sandbox/{id}/last-activity", routes.last_activity)
+    app.router.add_get("/api/sandbox/{id}/toolbox-proxy-url", routes.toolbox_proxy_url)
+    app.router.add_put("/api/sandbox/{id}/labels", routes.replace_labels)
+    for setting, field in (("autostop", "autoStopInterval"), ("autodelete", "autoDeleteInterval"),
+                           ("autoarchive", "autoArchiveInterval"), ("ttl", "ttlMinutes")):  # fmt: skip
+        app.router.add_post(f"/api/sandbox/{{id}}/{setting}/{{value}}", routes.setter(field))
+
+
+class ControlPlane:
+    def __init__(self, server: LocalDaytona) -> None:
+        self.server = server
+        self.state = server.state
+
+    async def create(self, request: web.Request) -> web.Response:
+        params = await request.json()
+        sandbox_id = str(uuid.uuid4())
+        record = SandboxRecord(sandbox_id, params.get("name") or sandbox_id, params,
+                               sandbox_json(sandbox_id, params, self.server.toolbox_url))  # fmt: skip
+        with self.state.lock:  # check and reserve the name at once: concurrent creates race here
+            if any(r.name == record.name for r in self.state.sandboxes.values()):
+                return error_response(request, 409, f"Sandbox with name {record.name} already exists")
+            self.state.sandboxes[sandbox_id] = record
+            self.state.create_params[sandbox_id] = json.loads(json.dumps(params))  # a copy: setters edit params
+        try:
+            record.local = await self.server.run_blocking(self._create_local, params)
+        except (SandboxError, OSError) as error:  # e.g. bubblewrap missing or unusable
+            self.state.remove(sandbox_id)
+            return error_response(request, 500, f"local sandbox could not start: {error}")
+        record.set_state("started")
+        if self.server.faults.create_delay_s:
+            # The sandbox exists while the answer is late, so a client that gives up can find it by
+            # name or labels, as after a create timeout on the real service. Stopping cuts it short.
+            try:
+                await asyncio.wait_for(self.server.stopping.wait(), self.server.faults.create_delay_s)
+            except TimeoutError:
+                pass
+        with self.state.lock:  # it may have been deleted meanwhile: answer with its last record
+            return web.json_response(copy.deepcopy(record.json))
+
+    def _create_local(self, params: dict[str, Any]):
+        with_opencode = bool(params.get("snapshot")) or base_image(params) in self.server.images_with_opencode
+        backend = self.server.backend(with_opencode)
+        ttl_minutes = params.get("ttlMinutes") or 0
+        return backend.create(timeout_s=ttl_minutes * 60 or None, envs=dict(params.get("env") or {}),
+                              metadata={"daytona_name": params.get("name") or ""})  # fmt: skip
+
+    async def get(self, request: web.Request) -> web.Response:
+        record = self._found(request)
+        return web.json_response(self.state.snapshot_json(record.id))
+
+    async def list(self, request: web.Request) -> web.Response:
+        query = request.query
+        wanted_labels = json.loads(query["labels"]) if query.get("labels") else {}
+        states = set(query.getall("states", []))
+        records = sorted(self.state.all(), key=lambda r: r.json["createdAt"])
+        matching = [
+            r for r in records
+            if all(r.json["labels"].get(k) == v for k, v in wanted_labels.items())
+            and r.id.lower().startswith(query.get("id", "").lower())
+            and r.name.lower().startswith(query.get("name", "").lower())
+            and (not states or r.state in states)
+        ]  # fmt: skip
+        start = int(query.get("cursor") or 0)  # the cursor is opaque to the SDK: an offset will do
+        limit = int(query.get("limit") or _DEFAULT_PAGE)
+        page = matching[start : start + limit]
+        items = []
+        for record in page:
+            item = self.state.snapshot_json(record.id)
+            for key in _LIST_OMITS:
+                item.pop(key, None)
+            items.append(item)
+        next_cursor = str(start + limit) if start + limit < len(matching) else None
+        return web.json_response({"items": items, "nextCursor": next_cursor})
+
+    async def delete(self, request: web.Request) -> web.Response:
+        record = self._found(request)
+        self.state.remove(record.id)
+        # Answer only once the local sandbox is gone, so "deleted" means no process or file is left.
+        await self.server.kill_local(record)
+        record.set_state("destroyed")
+        return web.json_response(record.json)
+
+    async def stop(self, request: web.Request) -> web.Response:
+        record = self._found(request)
+        record.set_state("stopping")
+        # A local sandbox cannot keep its files without its processes: stopping ends both.
+        await self.server.kill_local(record)
+        if record.json.get("autoDeleteInterval") == 0:  # ephemeral: the service deletes it on stop
+            self.state.remove(record.id)
+            record.set_state("destroyed")
+        else:
+            record.set_state("stopped")
+        return web.json_response(record.json)
+
+    async def start(self, request: web.Request) -> web.Response:
+        record = self._found(request)
+        if record.state == "started":
+            return web.json_response(self.state.snapshot_json(record.id))
+        return error_response(request, 400, f"Sandbox {record.id} is {record.state}; local sandboxes cannot restart")
+
+    async def last_activity(self, request: web.Request) -> web.Response:
+        self._found(request).touch()
+        return web.Response(status=201)
+
+    async def toolbox_proxy_url(self, request: web.Request) -> web.Response:
+        self._found(request)
+        return web.json_response({"url": self.server.toolbox_url})
+
+    async def replace_labels(self, request: web.Request) -> web.Response:
+        record = self._found(request)
+        labels = (await request.json()).get("labels") or {}
+        with self.state.lock:
+            record.json["labels"] = dict(labels)
+        return web.json_response({"labels": labels})
+
+    def setter(self, field: str):
+        async def handler(request: web.Request) -> web.Response:
+            record = self._found(request)
+            value = int(request.match_info["value"])
+            with self.state.lock:
+                if field == "ttlMinutes":
+                    record.create_params["ttlMinutes"] = value  # what GET shows: autoDestroyAt
+                    record.json.pop("autoDestroyAt", None)
+                    if value:
+                        record.json["autoDestroyAt"] = now_iso(timedelta(minutes=value))
+                else:
+                    record.json[field] = value
+            return web.json_response(self.state.snapshot_json(record.id))
+
+        return handler
+
+    def _found(self, request: web.Request) -> SandboxRecord:
+        record = self.state.find(request.match_info["id"])
+        if record is None:
+            raise web.HTTPNotFound(reason=f"Sandbox with ID or name {request.match_info['id']} not found")
+        return record

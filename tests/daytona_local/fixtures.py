@@ -1,0 +1,40 @@
+"""The ``local_daytona`` pytest fixture: a ``LocalDaytona`` per test, with the environment set so the
+real SDK (``AsyncDaytona()`` without arguments) talks to it. Tests import it:
+``from tests.daytona_local.fixtures import local_daytona``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from smoldata_tui.session.opencode_install import installed_binary
+from tests.daytona_local.server import LocalDaytona
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+def cached_opencode_bin_dir() -> Path | None:
+    """The bin directory of the OpenCode the repo installs (tests/opencode_fixture.py), if present:
+    never installed here, so tests that do not need OpenCode stay fast and offline."""
+    binary = installed_binary()
+    return binary.parent if binary.is_file() else None
+
+
+@pytest.fixture
+def local_daytona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalDaytona]:
+    # The SDK's aiohttp session trusts the environment: a proxy would swallow requests to 127.0.0.1.
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    server = LocalDaytona(opencode_bin_dir=cached_opencode_bin_dir(), sandbox_base_dir=tmp_path / "daytona-sandboxes")
+    server.start()
+    try:
+        monkeypatch.setenv("DAYTONA_API_URL", server.api_url)
+        monkeypatch.setenv("DAYTONA_API_KEY", server.api_key)
+        monkeypatch.setenv("DAYTONA_TARGET", "local")
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,193 @@
+"""``LocalDaytona``: enough of Daytona's control plane and toolbox on 127.0.0.1 for the real
+``daytona`` SDK to create sandboxes, run commands, stream logs and move files, with every command
+executed for real in a local bubblewrap sandbox, and with faults on demand.
+
+The server runs on its own event loop in its own thread, so synchronous tests and other event loops
+(the SDK's, Textual's) can use it. Blocking sandbox calls run in a thread pool, never on that loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import functools
+import secrets
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Self
+
+from aiohttp import web
+
+from smoldata_tui.sandbox import LocalSandboxBackend
+from tests.daytona_local import control_plane, toolbox, toolbox_files
+from tests.daytona_local.faults import Faults, make_middleware
+from tests.daytona_local.state import SandboxRecord, ServerState
+
+DEFAULT_IMAGES_WITH_OPENCODE = frozenset({"docker.io/savatar101/env-data-agent-train:base"})
+OPENCODE_BIN = "/root/.opencode/bin"  # where opencode_env installs OpenCode and looks for it
+_START_TIMEOUT_S = 10
+_SHUTDOWN_TIMEOUT_S = 5  # handlers still running at stop (a followed log) get this long to finish
+_POOL_THREADS = 32  # sandbox creates, kills, execs and file reads in flight at once
+
+
+class LocalDaytona:
+    def __init__(
+        self,
+        opencode_bin_dir: Path | str | None = None,
+        images_with_opencode: set[str] | frozenset[str] = DEFAULT_IMAGES_WITH_OPENCODE,
+        sandbox_base_dir: Path | str | None = None,
+    ) -> None:
+        self.opencode_bin_dir = Path(opencode_bin_dir) if opencode_bin_dir is not None else None
+        self.images_with_opencode = set(images_with_opencode)
+        self.sandbox_base_dir = Path(sandbox_base_dir) if sandbox_base_dir is not None else None
+        self.api_key = secrets.token_urlsafe(24)
+        self.state = ServerState()
+        self.faults = Faults()
+        self.open_log_sockets: set[asyncio.BaseTransport] = set()  # touched on the loop only
+        self.port: int | None = None
+        self._backends: dict[bool, LocalSandboxBackend] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self.stopping: asyncio.Event | None = None  # set on the loop when stop() begins
+        self._pool = ThreadPoolExecutor(max_workers=_POOL_THREADS, thread_name_prefix="daytona-local")
+        self._stop_lock = threading.Lock()
+        self._stopped = False
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="daytona-local-server", daemon=True)
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(_START_TIMEOUT_S)
+        return self
+
+    def stop(self) -> None:
+        """Kill every sandbox still alive, then stop the server. Idempotent."""
+        with self._stop_lock:
+            if self._stopped or self._loop is None:
+                self._stopped = True
+                return
+            self._stopped = True
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result()
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+            self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    async def _serve(self) -> None:
+        self.stopping = asyncio.Event()
+        app = web.Application(middlewares=[make_middleware(self.state, self.faults, self.api_key)],
+                              client_max_size=1 << 30)  # fmt: skip
+        control_plane.add_routes(app, self)
+        toolbox.add_routes(app, self)
+        toolbox_files.add_routes(app, self)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_TIMEOUT_S)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def _shutdown(self) -> None:
+        self.stopping.set()
+        records = self.state.all()
+        for record in records:
+            self.state.remove(record.id)
+        # Killing first ends the commands that followed logs and waiting execs are bound to.
+        await asyncio.gather(*(self.kill_local(record) for record in records))
+        await self._runner.cleanup()
+
+    # -- what the routes use ----------------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    @property
+    def toolbox_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/toolbox"
+
+    def backend(self, with_opencode: bool) -> LocalSandboxBackend:
+        """The backend for a new sandbox: with OpenCode bound read-only where opencode_env looks for
+        it when the sandbox's image (or snapshot) would have it preinstalled."""
+        with_opencode = with_opencode and self.opencode_bin_dir is not None
+        with self.state.lock:
+            if with_opencode not in self._backends:
+                binds = [(self.opencode_bin_dir, OPENCODE_BIN)] if with_opencode else []
+                self._backends[with_opencode] = LocalSandboxBackend(binds=binds, base_dir=self.sandbox_base_dir)
+            return self._backends[with_opencode]
+
+    async def run_blocking(self, function, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, functools.partial(function, *args, **kwargs)
+        )
+
+    async def kill_local(self, record: SandboxRecord) -> None:
+        if record.local is not None:
+            await self.run_blocking(record.local.kill)
+
+    def _abort_log_sockets(self) -> None:
+        for transport in list(self.open_log_sockets):
+            transport.abort()  # no close frame: the client sees code 1006
+
+    # -- for tests --------------------------------------------------------------------------
+
+    def sandbox_ids(self) -> list[str]:
+        return [record.id for record in self.state.all()]
+
+    def sandbox_json(self, sandbox_id: str) -> dict[str, Any]:
+        return self.state.snapshot_json(sandbox_id)
+
+    def create_params(self, sandbox_id: str) -> dict[str, Any]:
+        """The raw body of the POST /sandbox that created the sandbox (kept after deletion)."""
+        with self.state.lock:
+            return copy.deepcopy(self.state.create_params[sandbox_id])
+
+    @property
+    def requests(self) -> list[tuple[str, str, int]]:
+        with self.state.lock:
+            return list(self.state.requests)
+
+    def bytes_sent(self, sandbox_id: str | None = None) -> int:
+        with self.state.lock:
+            return self.state.bytes_total if sandbox_id is None else self.state.bytes_by_sandbox.get(sandbox_id, 0)
+
+    def local_sandbox(self, sandbox_id: str):
+        """The LocalSandbox behind a Daytona sandbox, for tests that look inside it."""
+        return self.state.find(sandbox_id).local
+
+    # -- faults -----------------------------------------------------------------------------
+
+    def fail_next(self, count: int, status: int = 503, *, path_contains: str = "", method: str | None = None) -> None:
+        """The next ``count`` matching requests get ``status`` with a Daytona error body, unexecuted."""
+        with self.faults.lock:
+            self.faults.fail_next(count, status, path_contains, method)
+
+    def drop_connections(self, seconds: float) -> None:
+        """For ``seconds``, abort every request's connection without an answer, and abort the open log
+        WebSockets without a close frame. Commands in the sandboxes keep running."""
+        self.faults.drop_until = time.monotonic() + seconds
+        if self._loop is not None and not self._stopped:
+            self._loop.call_soon_threadsafe(self._abort_log_sockets)
+
+    def set_state(self, sandbox_id: str, state: str, reason: str | None = None) -> None:
+        record = self.state.find(sandbox_id)
+        if record is None:
+            raise KeyError(sandbox_id)
+        with self.state.lock:
+            record.set_state(state, reason)
+
+    def create_delay(self, seconds: float) -> None:
+        """Every later POST /sandbox answers ``seconds`` late (the sandbox exists meanwhile)."""
+        self.faults.create_delay_s = seconds
