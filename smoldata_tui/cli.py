@@ -72,7 +72,24 @@ def _parser() -> argparse.ArgumentParser:
             "--version", dest="opencode_version", metavar="V", help="OpenCode version (default: the environment's pin)"
         )
     _add_run_parser(commands)
+    _add_daytona_parser(commands)
     return parser
+
+
+def _add_daytona_parser(commands) -> None:
+    daytona = commands.add_parser(
+        "daytona",
+        help="list or delete the Daytona sandboxes smoldata-tui made",
+        description="Sandboxes carry the labels app=smoldata-tui, run, owner and task. `ls` lists them with the "
+        "live run (if any) each belongs to; `gc` deletes those not tied to a live run of this machine "
+        "(other owners' only with --all-owners). Needs DAYTONA_API_KEY (and DAYTONA_API_URL / DAYTONA_TARGET).",
+    )
+    actions = daytona.add_subparsers(dest="daytona_action", metavar="ACTION", required=True)
+    ls = actions.add_parser("ls", help="list our sandboxes")
+    ls.add_argument("--json", action="store_true", help="one JSON object per sandbox")
+    gc = actions.add_parser("gc", help="delete our sandboxes that no live run uses")
+    gc.add_argument("--yes", action="store_true", help="delete without asking")
+    gc.add_argument("--all-owners", action="store_true", help="also other users' and machines' sandboxes")
 
 
 def _add_run_parser(commands) -> None:
@@ -88,7 +105,11 @@ def _add_run_parser(commands) -> None:
     )
     run.add_argument("--task", required=True, metavar="NAME", help="the task folder's name")
     run.add_argument("--tasks", metavar="DIR", help="the task set (default: the sample tasks that ship with smoldata-tui)")
-    run.add_argument("--backend", default="local", choices=["local"], help="where the sandbox runs (default: local)")
+    run.add_argument("--backend", default="local", choices=["local", "daytona"],
+                     help="where the sandbox runs: local (bubblewrap) or daytona (DAYTONA_API_KEY) (default: local)")
+    run.add_argument("--daytona-snapshot", metavar="NAME",
+                     help="create Daytona sandboxes from this snapshot (default: $DAYTONA_SNAPSHOT, else the "
+                     "environment's image)")
     run.add_argument("--model", metavar="M", help="model name at the endpoint, or replay:TRACE for the replay model")
     run.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (default: $SANDBOX_VLLM_URL + /v1)")
     run.add_argument("--api-key", metavar="KEY", help="the endpoint's key (default: $SANDBOX_VLLM_KEY); never shown or saved")
@@ -119,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             from smoldata_tui.run_command import run_live_or_headless
 
             return run_live_or_headless(args)
+        if args.command == "daytona":
+            from smoldata_tui.daytona_command import run_daytona_cli
+
+            return run_daytona_cli(args)
         if args.command == "opencode":
             from smoldata_tui.session.opencode_install import run_opencode_cli
 

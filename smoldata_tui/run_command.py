@@ -118,6 +118,13 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
 def episode_spec(args) -> EpisodeSpec:
     """The episode the arguments describe; raises TaskError, EndpointError or UsageError."""
     task = _find_task(args.task, args.tasks)
+    daytona = None
+    if args.backend == "daytona":
+        from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, DaytonaSettings, has_api_key
+
+        if not has_api_key():  # before any work: no sandbox, no install, no model endpoint
+            raise UsageError(str(DaytonaCredentialsMissing()))
+        daytona = DaytonaSettings.from_environment(snapshot=getattr(args, "daytona_snapshot", None))
     endpoint = open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
     return EpisodeSpec(
         task=task,
@@ -127,6 +134,7 @@ def episode_spec(args) -> EpisodeSpec:
         save_dir=Path(args.save),
         opencode_version=args.opencode_version,
         opencode_bin=args.opencode_bin,
+        daytona=daytona,
     )
 
 
@@ -148,14 +156,15 @@ def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
     printer = HeadlessPrinter(out, err)
     episode = Episode(spec, printer)
     # SIGTERM (a CI job cancelled) stops the agent and still saves and releases everything.
-    previous = signal.signal(signal.SIGTERM, lambda *_: episode.cancel())
+    previous = {sig: signal.signal(sig, lambda *_: episode.cancel()) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         result = episode.run()
     except KeyboardInterrupt:
         print("smoldata-tui run: interrupted; the sandbox was released", file=err)
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     printer.finish()
     print(json.dumps(summary_json(result, printer), ensure_ascii=False), file=out, flush=True)
     if result.error is not None:

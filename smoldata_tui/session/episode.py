@@ -39,12 +39,19 @@ from smoldata_tui.session.opencode_config import (
     redacted,
 )
 from smoldata_tui.session.opencode_install import DEFAULT_OPENCODE_VERSION, resolve_opencode
+from smoldata_tui.session.placement import HOME, create_daytona, create_local, place_opencode
 from smoldata_tui.tasks import GradeResult, Task, grade_answer, stage_task
 from smoldata_tui.trace.text import clip
 
-HOME = "/root"  # the environment's sandbox_home
 POLL_S = 0.02  # how often the log is polled while the agent runs: a stat and a pidfd wait
 STAGES = ("install OpenCode", "create sandbox", "stage task", "agent running", "recover calls", "grading")
+# A remote sandbox exists before OpenCode can be looked for (and skipped) in its image.
+REMOTE_STAGES = ("create sandbox", "install OpenCode", "stage task", "agent running", "recover calls", "grading")
+BACKENDS = ("local", "daytona")
+
+
+def stages_for(backend: str) -> tuple[str, ...]:
+    return STAGES if backend == "local" else REMOTE_STAGES
 
 
 class EpisodeObserver(Protocol):
@@ -79,6 +86,7 @@ class EpisodeSpec:
     opencode_version: str = DEFAULT_OPENCODE_VERSION
     opencode_bin: str | None = None
     harness: str = "builtin"
+    daytona: object | None = None  # DaytonaSettings for backend "daytona" (None: from the environment)
 
 
 @dataclass
@@ -129,6 +137,9 @@ class Episode:
     def cancel(self) -> None:
         """Stop the agent, keep what was received, grade nothing, release the sandbox."""
         self._cancel.set()
+        interrupt = getattr(self._sandbox, "interrupt", None)
+        if interrupt is not None:
+            interrupt.set()  # a remote wait on the agent returns now instead of at its next poll
 
     # --- the run ----------------------------------------------------------------------------
     def run(self) -> EpisodeResult:
@@ -165,10 +176,25 @@ class Episode:
 
     def _run_stages(self, result: EpisodeResult) -> None:
         spec = self.spec
-        with self._stage("install OpenCode", result) as say:
-            binary = resolve_opencode(spec.opencode_bin, spec.opencode_version, progress=say)
-        with self._stage("create sandbox", result):
-            self._sandbox = self._create_sandbox(binary)
+        metadata = {"app": "smoldata-tui", "task": spec.task.name, "run": self.run_dir.name}
+        if spec.backend == "local":
+            with self._stage("install OpenCode", result) as say:
+                binary = resolve_opencode(spec.opencode_bin, spec.opencode_version, progress=say)
+            with self._stage("create sandbox", result):
+                self._sandbox, self._opencode = create_local(binary, timeout_s=spec.timeout_s, metadata=metadata)
+                result.metadata.sandbox = {"id": self._sandbox.sandbox_id}
+        elif spec.backend == "daytona":
+            with self._stage("create sandbox", result) as say:
+                self._sandbox = create_daytona(spec.daytona, timeout_s=spec.timeout_s, metadata=metadata,
+                                               progress=say, cancel=self._cancel)  # fmt: skip
+                settings = self._sandbox._settings
+                result.metadata.sandbox = {"id": self._sandbox.sandbox_id, "name": self._sandbox.name,
+                                           "source": settings.source}  # fmt: skip
+            with self._stage("install OpenCode", result) as say:
+                self._opencode = place_opencode(self._sandbox, version=spec.opencode_version,
+                                                opencode_bin=spec.opencode_bin, progress=say)  # fmt: skip
+        else:
+            raise EpisodeFailed("create sandbox", f"unknown backend {spec.backend!r} (use {' or '.join(BACKENDS)})")
         with self._stage("stage task", result) as say:
             files = stage_task(self._sandbox, spec.task, progress=say)
             say(f"{files} input file{'s' if files != 1 else ''} in /home/user/input")
@@ -183,21 +209,6 @@ class Episode:
         with self._stage("grading", result) as say:
             result.grade = grade_answer(self._sandbox, spec.task)
             say(_grade_line(result.grade))
-
-    def _create_sandbox(self, binary: Path):
-        from smoldata_tui.sandbox import LocalSandboxBackend
-
-        if self.spec.backend != "local":
-            raise EpisodeFailed("create sandbox", f"backend {self.spec.backend!r} is not available here (use local)")
-        if binary.name == "opencode":
-            # Only bin/ is bound (read-only): OpenCode writes its own files into ~/.opencode.
-            backend = LocalSandboxBackend(binds=[(binary.parent, f"{HOME}/.opencode/bin")])
-            self._opencode = "opencode"  # on PATH through $HOME/.opencode/bin, as opencode_env runs it
-        else:
-            backend = LocalSandboxBackend(binds=[(binary.parent, "/opt/opencode")])
-            self._opencode = f"/opt/opencode/{binary.name}"
-        metadata = {"app": "smoldata-tui", "task": self.spec.task.name, "run": self.run_dir.name}
-        return backend.create(timeout_s=self.spec.timeout_s + 600, metadata=metadata)
 
     def _write_agent_files(self) -> None:
         spec, sandbox = self.spec, self._sandbox
@@ -226,12 +237,17 @@ class Episode:
                     stopped_by_us = "timeout"
                 if stopped_by_us:
                     say(f"{stopped_by_us}: stopping the agent (TERM, then KILL)")
+                    interrupt = getattr(sandbox, "interrupt", None)
+                    if interrupt is not None:
+                        interrupt.clear()  # from here on every remote call must complete
                     job.kill()
                     result.exit_code = job.wait(timeout=30)
                     break
-            follower.poll()  # what it wrote before it ended
+            follower.poll(final=True)  # what it wrote before it ended
         finally:
             follower.close()
+            if hasattr(sandbox, "wire_bytes"):
+                result.metadata.sandbox["transfer"] = {"log_bytes": follower.offset, "wire_bytes": sandbox.wire_bytes}
         if stopped_by_us:
             result.status = stopped_by_us
         elif result.exit_code is not None and result.exit_code >= 128:
@@ -264,6 +280,8 @@ class Episode:
 
         if self._cancel.is_set() and name != "recover calls":
             raise EpisodeFailed(name, "cancelled")
+        if hasattr(self._sandbox, "notify"):
+            self._sandbox.notify = say  # retries of remote calls show in this stage's log
         observer.stage(name, "started", 0.0)
         try:
             yield say

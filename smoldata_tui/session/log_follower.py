@@ -2,8 +2,10 @@
 
 Live and replay are one path: what arrives is appended to the episode's trace file (which the
 viewer follows) and handed to a sink (the headless printer, the trace analysis). The log is
-never re-read from the start: a backend with ``size``/``read_bytes`` (the local sandbox) is
-read by offset; any other handle by ``tail -c +N`` through ``exec``.
+never re-read from the start: a remote sandbox with ``read_appended`` (Daytona) is asked for the
+bytes past an offset, waiting in the sandbox until there are some (one request per new chunk or
+per idle half second); a backend with ``size``/``read_bytes`` (the local sandbox) is read by
+offset; any other handle by ``tail -c +N`` through ``exec``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 MAX_READ = 4 << 20  # bytes taken per poll, so a burst never holds everything in memory
+REMOTE_WAIT_S = 0.5  # how long a remote read waits in the sandbox for the log to grow
 
 
 class LogFollower:
@@ -24,13 +27,15 @@ class LogFollower:
         self._local = open(local_path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
         self._sink = sink
         self.offset = 0
+        self._appended = getattr(sandbox, "read_appended", None)
         self._by_offset = callable(getattr(sandbox, "read_bytes", None)) and callable(getattr(sandbox, "size", None))
 
-    def poll(self) -> int:
-        """Take whatever the log gained since the last poll; returns how many bytes."""
+    def poll(self, *, final: bool = False) -> int:
+        """Take whatever the log gained since the last poll; returns how many bytes. A remote read
+        may wait briefly for new bytes, unless ``final`` (the agent has ended)."""
         taken = 0
         while True:
-            data = self._read_new()
+            data = self._read_new(wait_s=0.0 if final or taken else REMOTE_WAIT_S)
             if not data:
                 return taken
             self._local.write(data)  # first to disk: a crash loses nothing already received
@@ -40,7 +45,9 @@ class LogFollower:
             if len(data) < MAX_READ:
                 return taken
 
-    def _read_new(self) -> bytes:
+    def _read_new(self, wait_s: float) -> bytes:
+        if self._appended is not None:
+            return self._appended(self._remote, self.offset, MAX_READ, wait_s)
         if self._by_offset:
             size = self._sandbox.size(self._remote)
             if size is None or size <= self.offset:

@@ -153,6 +153,9 @@ class EpisodeMetadata:
     # Calls still running when the agent was stopped, as ``opencode export`` kept them: each
     # {callID, tool, status, input, partial_output, source}. The stream never shows them.
     recovered_calls: list[dict] = field(default_factory=list)
+    # Where it ran: {id, name, source} for a remote sandbox, and ``transfer`` {log_bytes,
+    # wire_bytes}: what following the agent's log cost on the network.
+    sandbox: dict = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict:
@@ -173,6 +176,7 @@ class EpisodeMetadata:
             "timings": dict(self.timings),
             "config": redact(self.config),
             "recovered_calls": list(self.recovered_calls),
+            "sandbox": redact(self.sandbox),
         }
 
     @property
@@ -292,10 +296,6 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
     status = reader.text("status")
     if status is not None and status not in STATUSES:
         problems.append(f"status {status!r} is not one of {', '.join(STATUSES)}")
-    config = data.get("config")
-    if config is not None and not isinstance(config, dict):
-        problems.append(f"config should be an object, not {type(config).__name__}: ignored")
-        config = None
     return EpisodeMetadata(
         task=reader.text("task"),
         backend=reader.text("backend"),
@@ -308,11 +308,22 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         exit_code=reader.integer("exit_code"),
         grade=_grade(reader),
         timings=_timings(reader),
-        config=redact(config or {}),
+        config=_object(data, "config", problems),
         trace=reader.text("trace"),
         recovered_calls=_recovered_calls(data, problems),
+        sandbox=_object(data, "sandbox", problems),
         schema_version=version,
     )
+
+
+def _object(data: dict, name: str, problems: list[str]) -> dict:
+    value = data.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.append(f"{name} should be an object, not {type(value).__name__}: ignored")
+        return {}
+    return redact(value)
 
 
 def _recovered_calls(data: dict, problems: list[str]) -> list[dict]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
 from pathlib import Path
 
@@ -28,6 +30,9 @@ class LiveApp(App[None]):
 
     def on_mount(self) -> None:
         self.collector.start()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # a closed terminal or `kill`: release, then exit
+            loop.add_signal_handler(sig, self.terminate)
         if self.spec is not None:
             from smoldata_tui.ui.screens.live import LiveScreen
 
@@ -37,8 +42,21 @@ class LiveApp(App[None]):
 
             self.push_screen(HomeScreen(self.tasks_root, self.runs))
 
+    def terminate(self) -> None:
+        """Quit as `q` does: a running episode is stopped, saved and its sandbox released first."""
+        from smoldata_tui.ui.screens.live import LiveScreen
+
+        running = [screen for screen in self.screen_stack if isinstance(screen, LiveScreen) and screen.running]
+        if running:
+            running[-1].action_quit_episode()
+        else:
+            self.exit()
+
     def on_unmount(self) -> None:
         self.collector.stop()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
 
 
 def run_home(tasks_root: str | None = None, runs: str = "runs") -> int:

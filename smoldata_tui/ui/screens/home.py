@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
 
+from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, has_api_key
 from smoldata_tui.session.episode import EpisodeSpec
 from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.tasks import Task, TaskError, load_task_set
@@ -117,7 +118,8 @@ class LaunchForm(ModalScreen[None]):
         with Vertical():
             yield Label(Text(f"Run {self.launch_task.name}", style="bold"))
             yield Label("backend")
-            yield Select([("local (bubblewrap)", "local")], value="local", allow_blank=False, id="backend")
+            yield Select([("local (bubblewrap)", "local"), ("daytona (needs DAYTONA_API_KEY)", "daytona")],
+                         value="local", allow_blank=False, id="backend")  # fmt: skip
             yield Label("model (a name at the endpoint, or replay:TRACE for the replay model)")
             yield Input(placeholder="e.g. Qwen/Qwen3-8B or replay:sample_traces/real/passing_run.jsonl", id="model")
             yield Label("base URL (empty: $SANDBOX_VLLM_URL + /v1)")
@@ -155,6 +157,10 @@ class LaunchForm(ModalScreen[None]):
         except ValueError:
             self._error("the timeout must be a positive number of seconds")
             return
+        backend = str(self.query_one("#backend", Select).value)
+        if backend == "daytona" and not has_api_key():
+            self._error(str(DaytonaCredentialsMissing()))
+            return
         try:
             endpoint = open_endpoint(
                 model=value["model"] or None, base_url=value["base-url"] or None, api_key=value["api-key"] or None
@@ -162,7 +168,7 @@ class LaunchForm(ModalScreen[None]):
         except EndpointError as exc:
             self._error(str(exc))
             return
-        spec = EpisodeSpec(task=self.launch_task, endpoint=endpoint, backend="local", timeout_s=timeout, save_dir=self.runs)
+        spec = EpisodeSpec(task=self.launch_task, endpoint=endpoint, backend=backend, timeout_s=timeout, save_dir=self.runs)
         from smoldata_tui.ui.screens.live import LiveScreen
 
         self.dismiss(None)

@@ -18,10 +18,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Static
+from textual.widgets import Button, DataTable, Footer, Log, Static
 
-from smoldata_tui.session.episode import STAGES, Episode, EpisodeResult, EpisodeSpec
-from smoldata_tui.trace.text import clip
+from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec, stages_for
+from smoldata_tui.trace.text import clip, neutralize
 
 _STATE_STYLE = {"started": "bold cyan", "progress": "cyan", "done": "green", "failed": "bold red", "skipped": "dim"}
 
@@ -90,6 +90,7 @@ class LiveScreen(Screen[None]):
     LiveScreen #live-header { height: auto; padding: 0 1; background: $panel; }
     LiveScreen DataTable { height: auto; max-height: 12; margin: 1 1; }
     LiveScreen #live-outcome { height: auto; padding: 0 1; }
+    LiveScreen #stage-log { height: 1fr; min-height: 4; margin: 0 1; border: round $panel; }
     ConfirmCancel { align: center middle; }
     ConfirmCancel #confirm { width: 70; height: auto; padding: 1 2; border: thick $error; background: $surface; }
     ConfirmCancel Horizontal { height: auto; margin-top: 1; }
@@ -98,6 +99,7 @@ class LiveScreen(Screen[None]):
     def __init__(self, spec: EpisodeSpec) -> None:
         super().__init__()
         self.spec = spec
+        self.stages = stages_for(spec.backend)
         self.episode = Episode(spec, _Observer(self))
         self.trace_path: Path | None = None
         self.result: EpisodeResult | None = None
@@ -112,10 +114,13 @@ class LiveScreen(Screen[None]):
         table: DataTable = DataTable(cursor_type="none", zebra_stripes=True)
         for column, width in (("stage", 18), ("state", 9), ("elapsed", 8), ("what happened", 90)):
             table.add_column(column, key=column, width=width)
-        for name in STAGES:
+        for name in self.stages:
             table.add_row(Text(name), Text("waiting", style="dim"), Text(""), Text(""), key=name)
         yield table
         yield Static(Text("The timeline opens when the agent starts (Enter or t to open it)."), id="live-outcome")
+        log = Log(id="stage-log", max_lines=5000)
+        log.border_title = "stage log"
+        yield log
         yield Footer()
 
     def on_mount(self) -> None:
@@ -132,7 +137,8 @@ class LiveScreen(Screen[None]):
     # --- what the runner says -----------------------------------------------------------------
     def on_stage_changed(self, message: StageChanged) -> None:
         table = self.query_one(DataTable)
-        if message.name not in STAGES:
+        self._log_stage(message)
+        if message.name not in self.stages:
             self.app.notify(clip(f"{message.name}: {message.state} {message.message}", 200), severity="warning")
             return
         style = _STATE_STYLE.get(message.state, "")
@@ -142,6 +148,17 @@ class LiveScreen(Screen[None]):
             table.update_cell(message.name, "what happened", Text(clip(message.message, 120), style=style))
         if message.name == "agent running" and message.state == "started":
             self.action_timeline()
+
+    def _log_stage(self, message: StageChanged) -> None:
+        """Every stage message, in order: build logs, retries and errors stay readable after the
+        table's cell has moved on. Retries also pop up while the timeline covers this screen."""
+        if message.state == "progress" and not message.message:
+            return
+        text = message.message or message.state
+        line = f"{message.elapsed_s:7.1f}s  {message.name}: {text}" if message.message else f"{message.name}: {text}"
+        self.query_one("#stage-log", Log).write_line(neutralize(clip(line, 400), keep_newlines=False))
+        if message.message.startswith("Daytona") and self._timeline_shown and self.app.screen is not self:
+            self.app.notify(clip(neutralize(message.message, keep_newlines=False), 200), severity="warning")
 
     def on_trace_opened(self, message: TraceOpened) -> None:
         self.trace_path = message.path

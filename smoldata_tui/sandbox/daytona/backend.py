@@ -1,0 +1,209 @@
+"""Creating, listing and collecting Daytona sandboxes (the protocol's ``SandboxBackend``).
+
+Every sandbox carries our labels (app, run, owner, task) and a unique name, is recorded as a live
+run of this process, is deleted at interpreter exit if still alive, and has a lifetime cap plus an
+inactivity auto-stop (with auto-delete on stop), so even a SIGKILLed app leaves nothing for long.
+A create that fails or times out deletes the sandbox it may have made, by id or by name.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from smoldata_tui.sandbox import registry
+from smoldata_tui.sandbox.daytona import live_runs
+from smoldata_tui.sandbox.daytona.bridge import Cancelled, LoopThread, shared_loop
+from smoldata_tui.sandbox.daytona.handle import DaytonaSandbox, _message, _state_of
+from smoldata_tui.sandbox.daytona.retry import retrying
+from smoldata_tui.sandbox.daytona.settings import (
+    APP_LABEL,
+    USER,
+    DaytonaSettings,
+    labels_for,
+    lifetime_minutes,
+    owner,
+    require_api_key,
+)
+from smoldata_tui.sandbox.errors import SandboxError
+
+Progress = Callable[[str], None]
+
+
+async def _new_client():
+    from daytona import AsyncDaytona
+
+    return AsyncDaytona()  # reads DAYTONA_API_KEY / _API_URL / _TARGET itself: the key never passes us
+
+
+class DaytonaSandboxBackend:
+    def __init__(self, settings: DaytonaSettings | None = None, *, bridge: LoopThread | None = None) -> None:
+        self.settings = settings or DaytonaSettings.from_environment()
+        self._bridge = bridge or shared_loop()
+
+    def create(self, *, timeout_s: float | None = 900, envs: dict[str, str] | None = None,
+               metadata: dict[str, str] | None = None, progress: Progress | None = None,
+               cancel: threading.Event | None = None) -> DaytonaSandbox:  # fmt: skip
+        """A started sandbox. ``timeout_s`` is the agent's time limit: the sandbox's lifetime cap
+        adds setup time to it. ``progress`` receives build logs and retries; ``cancel`` abandons
+        the create (and deletes what it made)."""
+        require_api_key()
+        say = progress or (lambda _message: None)
+        metadata = dict(metadata or {})
+        name = f"smoldata-{secrets.token_hex(6)}"
+        params = self._params(name, timeout_s, envs, metadata)
+        client = self._bridge.run(_new_client())
+        created_id: list[str] = []
+
+        async def attempt():
+            try:
+                return await client.create(params, timeout=self.settings.create_timeout_s, on_snapshot_create_logs=say)
+            except Exception as exc:
+                sandbox_id = getattr(exc, "sandbox_id", None)
+                if sandbox_id:
+                    created_id.append(sandbox_id)
+                raise
+
+        async def find_by_name():  # after a 5xx or a lost connection the create may have happened
+            return await _get_or_none(client, name)
+
+        say(f"creating {name} from {self.settings.source}")
+        work = retrying("create", attempt, budget_s=self.settings.retry_budget_s, notify=say, recover=find_by_name)
+        try:
+            sandbox = self._bridge.run(work, cancel=cancel)
+        except BaseException as exc:
+            leftover = self._delete_leftover(client, created_id, name)
+            self._bridge.run(client.close())
+            if isinstance(exc, Cancelled):
+                raise SandboxError(f"creating the Daytona sandbox was cancelled{leftover}") from None
+            if isinstance(exc, Exception):
+                raise SandboxError(f"creating the Daytona sandbox failed: {_message(exc)}{leftover}") from exc
+            raise
+        handle = DaytonaSandbox(self._bridge, client, sandbox, self.settings, on_close=self._closed)
+        live_runs.record(handle.sandbox_id, name)
+        registry.register(handle)
+        handle.start_keepalive()
+        state, _ = _state_of(sandbox)
+        say(f"sandbox {handle.sandbox_id} ({name}) is {state}")
+        return handle
+
+    def _params(self, name: str, timeout_s: float | None, envs: dict[str, str] | None, metadata: dict[str, str]):
+        from daytona import CreateSandboxFromImageParams, CreateSandboxFromSnapshotParams, Resources
+
+        settings = self.settings
+        common = {
+            "name": name,
+            "os_user": USER,
+            "env_vars": dict(envs or {}),
+            "labels": labels_for(metadata.get("run") or name, metadata.get("task", ""), settings.extra_labels),
+            "auto_stop_interval": settings.auto_stop_minutes,
+            "auto_delete_interval": 0,  # deleted as soon as it stops
+            "ttl_minutes": lifetime_minutes(timeout_s),
+        }
+        if settings.snapshot:
+            return CreateSandboxFromSnapshotParams(snapshot=settings.snapshot, **common)
+        resources = Resources(cpu=settings.cpu, memory=settings.memory_gb, disk=settings.disk_gb)
+        return CreateSandboxFromImageParams(image=settings.image, resources=resources, **common)
+
+    def _delete_leftover(self, client, created_id: list[str], name: str) -> str:
+        """Delete a sandbox a failed create may have left; say what happened, for the message."""
+        async def delete() -> str | None:
+            target = await _get_or_none(client, created_id[0] if created_id else name)
+            if target is None:
+                return None
+            await target.delete()
+            return target.id
+
+        try:
+            deleted = self._bridge.run(
+                retrying("deleting a half-created sandbox", delete, budget_s=self.settings.retry_budget_s,
+                         notify=lambda _m: None), timeout=self.settings.retry_budget_s + 30,
+            )  # fmt: skip
+        except Exception as exc:  # noqa: BLE001
+            return f"; sandbox {name} may remain ({_message(exc)}): run `smoldata-tui daytona gc`"
+        return f"; deleted sandbox {deleted}" if deleted else ""
+
+    def _closed(self, handle: DaytonaSandbox) -> None:
+        live_runs.forget(handle.sandbox_id)
+        registry.unregister(handle)
+        try:
+            self._bridge.run(handle._client.close(), timeout=30)
+        except Exception:  # noqa: BLE001 - a client that cannot close leaks a socket, nothing else
+            pass
+
+    # --- listing and collecting ---------------------------------------------------------------
+    def list_ours(self) -> list[SandboxInfo]:
+        """Every sandbox carrying our app label, of any owner."""
+        require_api_key()
+
+        async def collect():
+            from daytona import ListSandboxesQuery
+
+            client = await _new_client()
+            try:
+                return [_info(sandbox) async for sandbox in client.list(ListSandboxesQuery(labels={"app": APP_LABEL}))]
+            finally:
+                await client.close()
+
+        work = retrying("listing sandboxes", collect, budget_s=self.settings.retry_budget_s, notify=lambda _m: None)
+        return self._bridge.run(work)
+
+    def delete(self, sandbox_ids: list[str], progress: Progress | None = None) -> list[tuple[str, str | None]]:
+        """Delete these sandboxes; (id, error or None) for each."""
+        async def delete_all():
+            client = await _new_client()
+            outcome = []
+            try:
+                for sandbox_id in sandbox_ids:
+                    try:
+                        await retrying(f"deleting {sandbox_id}", lambda sid=sandbox_id: _delete_id(client, sid),
+                                       budget_s=self.settings.retry_budget_s, notify=progress or (lambda _m: None))
+                        outcome.append((sandbox_id, None))
+                    except Exception as exc:  # noqa: BLE001 - report each, keep going
+                        outcome.append((sandbox_id, _message(exc)))
+            finally:
+                await client.close()
+            return outcome
+
+        return self._bridge.run(delete_all())
+
+
+@dataclass
+class SandboxInfo:
+    id: str
+    name: str
+    state: str
+    labels: dict[str, str]
+    created_at: str
+
+    @property
+    def owner(self) -> str:
+        return self.labels.get("owner", "")
+
+    @property
+    def live_pid(self) -> int | None:
+        """The local process running it, when it is a live run of this machine."""
+        return live_runs.live_owner(self.id) if self.owner == owner() else None
+
+
+def _info(sandbox) -> SandboxInfo:
+    state, _ = _state_of(sandbox)
+    return SandboxInfo(sandbox.id, sandbox.name or "", state, dict(sandbox.labels or {}),
+                       str(getattr(sandbox, "created_at", "") or ""))  # fmt: skip
+
+
+async def _get_or_none(client, id_or_name: str):
+    from daytona import DaytonaNotFoundError
+
+    try:
+        return await client.get(id_or_name)
+    except DaytonaNotFoundError:
+        return None
+
+
+async def _delete_id(client, sandbox_id: str) -> None:
+    target = await _get_or_none(client, sandbox_id)
+    if target is not None:
+        await target.delete()

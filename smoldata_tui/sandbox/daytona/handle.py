@@ -1,0 +1,307 @@
+"""A Daytona sandbox behind the sandbox protocol (plus byte-level reads for following the log).
+
+Every SDK call runs on the private loop of :mod:`bridge` and goes through :func:`retry.retrying`;
+a call that fails for good checks the sandbox's state, so a sandbox that entered an error state is
+reported as such instead of as a puzzling request failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from smoldata_tui.sandbox.daytona import shell
+from smoldata_tui.sandbox.daytona.bridge import Cancelled, LoopThread
+from smoldata_tui.sandbox.daytona.retry import retrying, transient_reason
+from smoldata_tui.sandbox.daytona.settings import DaytonaSettings
+from smoldata_tui.sandbox.errors import SandboxClosed, SandboxError
+from smoldata_tui.sandbox.protocol import TIMEOUT_EXIT_CODE, ExecResult
+
+T = TypeVar("T")
+_log = logging.getLogger(__name__)
+GOOD_STATES = frozenset({"started", "starting"})
+WAIT_STEP_S = 0.25
+MAX_APPENDED = 4 << 20
+KILLED_EXIT_CODE = 128 + 9
+
+
+class SandboxLost(SandboxError):
+    """The Daytona sandbox left the started state (error, stopped, deleted) while in use."""
+
+
+class DaytonaSandbox:
+    def __init__(self, bridge: LoopThread, client: Any, sandbox: Any, settings: DaytonaSettings,
+                 *, on_close: Callable[[DaytonaSandbox], None] | None = None) -> None:  # fmt: skip
+        self._bridge = bridge
+        self._client = client
+        self._sandbox = sandbox
+        self._settings = settings
+        self._on_close = on_close
+        self._closed = False
+        self._lock = threading.Lock()
+        self._keepalive: asyncio.Future | None = None
+        self.notify: Callable[[str], None] = lambda message: _log.info("%s", message)
+        self.interrupt = threading.Event()  # set: waits on the agent's log and exit return early
+        self.wire_bytes = 0  # bytes of command output received while following logs
+        self.log_bytes = 0  # of which log bytes, decoded
+
+    # --- identity and lifetime --------------------------------------------------------------
+    @property
+    def sandbox_id(self) -> str:
+        return self._sandbox.id
+
+    @property
+    def name(self) -> str:
+        return self._sandbox.name
+
+    def start_keepalive(self) -> None:
+        self._keepalive = asyncio.run_coroutine_threadsafe(self._keep_alive(), self._bridge.loop)
+
+    async def _keep_alive(self) -> None:
+        """Tell Daytona the sandbox is in use, so inactivity auto-stop never hits a watched run."""
+        while True:
+            await asyncio.sleep(self._settings.keepalive_s)
+            try:
+                await self._sandbox.refresh_activity()
+            except Exception as exc:  # noqa: BLE001 - the next call's retries will report it
+                _log.debug("keep-alive failed: %s", exc)
+
+    def kill(self) -> None:
+        """Delete the sandbox (every process in it ends). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        try:
+            self._run("deleting the sandbox", lambda: self._delete(), guard=False)
+        finally:
+            if self._on_close is not None:
+                self._on_close(self)
+
+    async def _delete(self) -> None:
+        from daytona import DaytonaNotFoundError
+
+        try:
+            await self._sandbox.delete()
+        except DaytonaNotFoundError:
+            pass  # already gone (auto-deleted, or deleted by gc): what we wanted
+
+    def state(self) -> tuple[str, str]:
+        """(state, reason) as Daytona reports them now."""
+        self._run("reading the sandbox state", lambda: self._sandbox.refresh_data(), guard=False)
+        return _state_of(self._sandbox)
+
+    # --- the protocol -----------------------------------------------------------------------
+    def exec(self, cmd: str, *, envs: dict[str, str] | None = None, cwd: str | None = None,
+             timeout: float | None = 60) -> ExecResult:  # fmt: skip
+        from daytona import DaytonaTimeoutError
+
+        script = shell.exec_script(cmd, envs=envs, cwd=cwd, timeout=timeout)
+        # Daytona's own limit only backs up timeout(1) inside the sandbox, which keeps the output.
+        server_limit = None if timeout is None else int(timeout) + 30
+        try:
+            reply = self._run("exec", lambda: self._sandbox.process.exec(script.command, timeout=server_limit))
+        except SandboxError as exc:
+            if isinstance(exc.__cause__, DaytonaTimeoutError):
+                return ExecResult(TIMEOUT_EXIT_CODE, "", f"timed out after {timeout:g} s")
+            raise
+        parsed = script.parse(reply.result or "")
+        if parsed is None:  # the wrapper itself did not run (no bash in the image?)
+            return ExecResult(reply.exit_code if reply.exit_code is not None else 1, "", reply.result or "")
+        code, stdout, stderr = parsed
+        return ExecResult(code, stdout, stderr)
+
+    def start_bg(self, cmd: str, *, envs: dict[str, str] | None = None, cwd: str | None = None) -> DaytonaBgJob:
+        from daytona import SessionExecuteRequest
+
+        job_id = f"job-{secrets.token_hex(6)}"
+        process = self._sandbox.process
+        self._run("creating a session", lambda: process.create_session(job_id))
+        request = SessionExecuteRequest(command=shell.job_command(job_id, cmd, envs=envs, cwd=cwd), run_async=True)
+
+        async def already_started():  # a 5xx may hide a command that did start: never start it twice
+            session = await process.get_session(job_id)
+            commands = getattr(session, "commands", None) or []
+            return commands[0] if commands else None
+
+        started = self._run("starting the agent", lambda: process.execute_session_command(job_id, request),
+                            recover=already_started)  # fmt: skip
+        command_id = getattr(started, "cmd_id", None) or getattr(started, "id", None)
+        return DaytonaBgJob(self, job_id, command_id)
+
+    def write_text(self, path: str, content: str) -> None:
+        self.write_bytes(path, content.encode("utf-8"))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._check(self.exec(shell.make_parent(path), timeout=60), f"creating the folder of {path}")
+        self._run(f"uploading {path}", lambda: self._sandbox.fs.upload_file(data, path))
+
+    def upload_file(self, local_path, path: str) -> None:
+        """A host file, streamed from disk (OpenCode's binary is ~185 MB)."""
+        self._check(self.exec(shell.make_parent(path), timeout=60), f"creating the folder of {path}")
+        self._run(f"uploading {path}", lambda: self._sandbox.fs.upload_file(str(local_path), path))
+
+    def read_text(self, path: str) -> str:
+        return self.download(path).decode("utf-8", "replace")
+
+    def download(self, path: str) -> bytes:
+        from daytona import DaytonaNotFoundError
+
+        try:
+            return self._run(f"downloading {path}", lambda: self._sandbox.fs.download_file(path))
+        except SandboxError as exc:
+            if isinstance(exc.__cause__, DaytonaNotFoundError):
+                raise FileNotFoundError(f"{path}: no such file in Daytona sandbox {self.sandbox_id}") from None
+            raise
+
+    def exists(self, path: str) -> bool:
+        return self.exec(shell.exists(path), timeout=60).stdout.strip() == "yes"
+
+    def read_bytes(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
+        result = self.exec(shell.read_range(path, offset, limit), timeout=120)
+        if result.exit_code == 3:
+            raise FileNotFoundError(f"{path}: no such file in Daytona sandbox {self.sandbox_id}")
+        import base64
+
+        return base64.b64decode(self._check(result, f"reading {path}").stdout.strip())
+
+    def size(self, path: str) -> int | None:
+        size = int(self.exec(shell.file_size(path), timeout=60).stdout.strip() or -1)
+        return None if size < 0 else size
+
+    def read_appended(self, path: str, offset: int, limit: int = MAX_APPENDED, wait_s: float = 0.5) -> bytes:
+        """The bytes of ``path`` from ``offset`` on, waiting in the sandbox up to ``wait_s`` for some
+        to appear: the agent's log crosses the network once, as it grows."""
+        command = shell.read_appended(path, offset, limit, wait_s)
+        try:
+            reply = self._run("following the log", lambda: self._sandbox.process.exec(command, timeout=int(wait_s) + 60),
+                              interruptible=True)  # fmt: skip
+        except Cancelled:
+            return b""  # the caller is stopping the agent; it reads the rest afterwards
+        text = reply.result or ""
+        self.wire_bytes += len(text)
+        _size, data = shell.parse_appended(text)
+        self.log_bytes += len(data)
+        return data
+
+    # --- plumbing ---------------------------------------------------------------------------
+    def _run(self, what: str, attempt: Callable[[], Awaitable[T]], *, recover=None, guard: bool = True,
+             interruptible: bool = False) -> T:  # fmt: skip
+        if guard and self._closed:
+            raise SandboxClosed(f"Daytona sandbox {self.sandbox_id} was already deleted")
+        budget = self._settings.retry_budget_s
+        work = retrying(what, attempt, budget_s=budget, notify=self.notify, recover=recover, check=self._check_state)
+        try:
+            return self._bridge.run(work, cancel=self.interrupt if interruptible else None)
+        except Cancelled:
+            raise
+        except SandboxError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one clear line for every SDK failure
+            if guard and transient_reason(exc) is None:
+                self._raise_if_lost(exc)
+            reason = transient_reason(exc)
+            prefix = f"Daytona gave up on {what} after {budget:g} s of retries ({reason})" if reason else f"Daytona: {what} failed"
+            raise SandboxError(f"{prefix}: {_message(exc)}") from exc
+
+    async def _check_state(self) -> None:
+        await self._sandbox.refresh_data()
+        state, reason = _state_of(self._sandbox)
+        if state not in GOOD_STATES:
+            raise SandboxLost(_lost_message(self.sandbox_id, state, reason))
+
+    def _raise_if_lost(self, original: Exception) -> None:
+        try:
+            self._bridge.run(self._check_state(), timeout=30)
+        except SandboxLost as lost:
+            raise lost from original
+        except Exception:  # noqa: BLE001 - the state is unknown: report the original failure
+            return
+
+    @staticmethod
+    def _check(result: ExecResult, what: str) -> ExecResult:
+        if result.exit_code != 0:
+            raise SandboxError(f"{what} failed (exit {result.exit_code}): {(result.stderr or result.stdout).strip()[:300]}")
+        return result
+
+    def __repr__(self) -> str:
+        return f"DaytonaSandbox(id={self._sandbox.id!r}, closed={self._closed})"
+
+
+class DaytonaBgJob:
+    """A background command in its own Daytona session (the protocol's ``BgJob``)."""
+
+    def __init__(self, sandbox: DaytonaSandbox, session_id: str, command_id: str) -> None:
+        self._sandbox = sandbox
+        self.session_id = session_id
+        self.command_id = command_id
+        self._exit_code: int | None = None
+        self._pid: int | None = None
+
+    @property
+    def pid(self) -> int:
+        """The job's shell inside the sandbox (-1 while unknown)."""
+        if self._pid is None:
+            text = self._sandbox.exec(shell.job_pid(self.session_id), timeout=30).stdout.strip()
+            self._pid = int(text) if text.isdigit() else None
+        return self._pid if self._pid is not None else -1
+
+    def poll(self) -> int | None:
+        if self._exit_code is None:
+            process = self._sandbox._sandbox.process
+            try:
+                command = self._sandbox._run(
+                    "checking the agent", lambda: process.get_session_command(self.session_id, self.command_id),
+                    interruptible=True,
+                )
+            except Cancelled:
+                return None
+            self._exit_code = command.exit_code
+        return self._exit_code
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            code = self.poll()
+            if code is not None:
+                return code
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError(f"job {self.session_id} still running")
+            time.sleep(WAIT_STEP_S if left is None else min(WAIT_STEP_S, left))
+
+    def kill(self) -> None:
+        """TERM every process of the job, KILL the rest after a grace period, end its session."""
+        self._sandbox.exec(shell.kill_job(self.session_id), timeout=60)
+        deadline = time.monotonic() + 5.0
+        while self.poll() is None and time.monotonic() < deadline:  # the session reports the exit soon after
+            time.sleep(0.1)
+        if self._exit_code is None:
+            self._exit_code = KILLED_EXIT_CODE  # its session goes next, and with it the exit code
+        process = self._sandbox._sandbox.process
+        try:
+            self._sandbox._run("ending the session", lambda: process.delete_session(self.session_id))
+        except SandboxError as exc:
+            _log.debug("could not delete session %s: %s", self.session_id, exc)
+
+
+def _state_of(sandbox: Any) -> tuple[str, str]:
+    state = getattr(sandbox, "state", None)
+    state = getattr(state, "value", state)
+    return str(state or "unknown"), str(getattr(sandbox, "error_reason", None) or "")
+
+
+def _lost_message(sandbox_id: str, state: str, reason: str) -> str:
+    return f"Daytona sandbox {sandbox_id} entered state {state!r}" + (f": {reason}" if reason else "")
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]

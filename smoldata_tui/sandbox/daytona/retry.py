@@ -1,0 +1,92 @@
+"""Retrying Daytona calls: rate limits (429), server errors (5xx) and lost connections are retried
+with exponential backoff until a time budget runs out; each retry is reported (the stage log shows
+it). The SDK itself retries none of them. Everything else fails at once."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+FIRST_DELAY_S = 0.5
+MAX_DELAY_S = 8.0
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+def transient_reason(exc: BaseException) -> str | None:
+    """Why ``exc`` is worth retrying ("rate limited (429)", "connection lost", ...), or None."""
+    try:
+        from daytona import DaytonaConnectionError, DaytonaError, DaytonaRateLimitError
+    except ImportError:  # pragma: no cover - the backend is only built when the SDK is installed
+        return None
+    if isinstance(exc, DaytonaRateLimitError):
+        return "rate limited (429)"
+    if isinstance(exc, DaytonaConnectionError):
+        return "connection lost"
+    if isinstance(exc, DaytonaError):
+        status = getattr(exc, "status_code", None)
+        if status in RETRY_STATUSES:
+            return f"server error ({status})"
+        if status is None and "websocket closed" in str(exc).lower():
+            return "connection lost"
+        return None
+    if isinstance(exc, (ConnectionError, asyncio.TimeoutError)):
+        return "connection lost"
+    return None
+
+
+def is_ambiguous(reason: str) -> bool:
+    """A 429 was refused before anything ran; after a 5xx or a lost connection the request may have
+    taken effect, so an operation that must not run twice checks before repeating itself."""
+    return not reason.startswith("rate limited")
+
+
+async def retrying(
+    what: str,
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    budget_s: float,
+    notify: Callable[[str], None],
+    recover: Callable[[], Awaitable[T | None]] | None = None,
+    check: Callable[[], Awaitable[None]] | None = None,
+) -> T:
+    """Run ``attempt`` until it succeeds, a non-transient error escapes, or ``budget_s`` is spent.
+
+    ``recover`` (for operations that must not run twice) is awaited before repeating after an
+    ambiguous failure; a non-None result is taken as the operation's result. ``check`` is awaited
+    after each failure from the second on and may raise to stop retrying (a sandbox in an error
+    state will not come back)."""
+    deadline = time.monotonic() + budget_s
+    delay = FIRST_DELAY_S
+    failures = 0
+    while True:
+        try:
+            return await attempt()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - classified below; the rest re-raised unchanged
+            reason = transient_reason(exc)
+            if reason is None or time.monotonic() + delay > deadline:
+                raise
+            failures += 1
+        if check is not None and failures >= 2:
+            await _ignoring_transient(check)
+        notify(f"Daytona {reason} on {what}: retry {failures} in {delay:.1f} s")
+        await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+        delay = min(delay * 2, MAX_DELAY_S)
+        if recover is not None and is_ambiguous(reason):
+            found = await _ignoring_transient(recover)
+            if found is not None:
+                return found
+
+
+async def _ignoring_transient(step: Callable[[], Awaitable[T]]) -> T | None:
+    try:
+        return await step()
+    except Exception as exc:  # noqa: BLE001
+        if transient_reason(exc) is None:
+            raise
+        return None

@@ -1,0 +1,74 @@
+"""Where an episode runs: a sandbox on the chosen backend, with OpenCode where the agent command
+finds it. Local sandboxes get the host's cached binary bound read-only before they start; a Daytona
+sandbox is created first, then keeps the OpenCode its image has (when it is the wanted version) or
+receives the host's cached binary by upload.
+
+Returns the name the agent command uses for the binary: ``opencode`` (on PATH through
+``$HOME/.opencode/bin``, as opencode_env runs it) or an absolute path.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from smoldata_tui.session.opencode_install import resolve_opencode
+
+HOME = "/root"  # the environment's sandbox_home
+OPENCODE_IN_HOME = f"{HOME}/.opencode/bin/opencode"
+Progress = Callable[[str], None]
+
+
+def create_local(binary: Path, *, timeout_s: float, metadata: dict[str, str]) -> tuple[object, str]:
+    from smoldata_tui.sandbox import LocalSandboxBackend
+
+    if binary.name == "opencode":
+        # Only bin/ is bound (read-only): OpenCode writes its own files into ~/.opencode.
+        backend = LocalSandboxBackend(binds=[(binary.parent, f"{HOME}/.opencode/bin")])
+        opencode = "opencode"
+    else:
+        backend = LocalSandboxBackend(binds=[(binary.parent, "/opt/opencode")])
+        opencode = f"/opt/opencode/{binary.name}"
+    return backend.create(timeout_s=timeout_s + 600, metadata=metadata), opencode
+
+
+def create_daytona(settings, *, timeout_s: float, metadata: dict[str, str], progress: Progress,
+                   cancel: threading.Event):  # fmt: skip
+    from smoldata_tui.sandbox.daytona import DaytonaSandboxBackend
+
+    backend = DaytonaSandboxBackend(settings)
+    return backend.create(timeout_s=timeout_s, metadata=metadata, progress=progress, cancel=cancel)
+
+
+def place_opencode(sandbox, *, version: str, opencode_bin: str | None, progress: Progress) -> str:
+    """Make OpenCode ``version`` runnable in a remote sandbox; skip the upload when the image has it."""
+    found = _opencode_in(sandbox)
+    if found is not None and found[1] == version:
+        progress(f"OpenCode {version} is in the image ({found[0]}): nothing to install")
+        return "opencode" if found[0] == OPENCODE_IN_HOME else found[0]
+    if found is not None:
+        progress(f"the image has OpenCode {found[1] or '(unknown version)'} at {found[0]}; installing {version}")
+    binary = resolve_opencode(opencode_bin, version, progress=progress)
+    size_mb = binary.stat().st_size / 1e6
+    progress(f"uploading OpenCode {version} ({size_mb:.0f} MB) to {OPENCODE_IN_HOME}")
+    sandbox.upload_file(binary, OPENCODE_IN_HOME)
+    result = sandbox.exec(f"chmod 755 {OPENCODE_IN_HOME} && {OPENCODE_IN_HOME} --version", timeout=120)
+    if result.exit_code != 0:
+        raise RuntimeError(f"the uploaded OpenCode does not run in the sandbox: {(result.stderr or result.stdout).strip()[:300]}")
+    progress(f"OpenCode {result.stdout.strip()} installed")
+    return "opencode"
+
+
+def _opencode_in(sandbox) -> tuple[str, str] | None:
+    """(path, version) of the OpenCode the sandbox has, or None."""
+    script = (
+        f"p={shlex.quote(OPENCODE_IN_HOME)}; [ -x \"$p\" ] || p=$(command -v opencode 2>/dev/null); "
+        '[ -n "$p" ] && [ -x "$p" ] || exit 1; echo "$p"; "$p" --version 2>/dev/null | head -n 1'
+    )
+    result = sandbox.exec(script, envs={"HOME": HOME}, timeout=120)
+    lines = result.stdout.strip().splitlines()
+    if result.exit_code != 0 or not lines:
+        return None
+    return lines[0].strip(), (lines[1].strip() if len(lines) > 1 else "")

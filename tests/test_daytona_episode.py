@@ -1,0 +1,186 @@
+"""Episodes on the Daytona backend, end to end: the real ``daytona`` SDK against a local server that
+speaks Daytona's API and runs every command for real in a bubblewrap sandbox, the real OpenCode,
+the replay model and the real graders. Every test ends with the server holding no sandbox."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from smoldata_tui.sandbox.daytona import DaytonaSandboxBackend, DaytonaSettings
+from smoldata_tui.sandbox.errors import SandboxError
+from smoldata_tui.session.episode import Episode, EpisodeSpec
+from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.tasks import default_task_root, load_task
+from smoldata_tui.trace import analyze_bytes, analyze_path
+
+from .conftest import SAMPLES
+from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_local import Recorder, _sleeping_recording
+
+pytestmark = pytest.mark.usefixtures("opencode_bin")
+PASSING = SAMPLES / "clean_pass.jsonl"
+FAST = dict(keepalive_s=0.5, retry_budget_s=30.0, create_timeout_s=60.0)
+
+
+def run_daytona(task_name: str, model: str, save: Path, *, settings: DaytonaSettings | None = None,
+                timeout: float = 120, during=None) -> tuple:  # fmt: skip
+    """Run one episode on the daytona backend; ``during(episode, recorder)`` runs in a thread
+    once the agent has started."""
+    task = load_task(default_task_root() / task_name)
+    recorder = Recorder()
+    spec = EpisodeSpec(task=task, endpoint=open_endpoint(model=model), backend="daytona", timeout_s=timeout,
+                       save_dir=save, daytona=settings or DaytonaSettings(**FAST))  # fmt: skip
+    episode = Episode(spec, recorder)
+    if during is not None:
+        def watch():
+            while not any(name == "agent running" and state == "started" for name, state, _ in recorder.stages):
+                time.sleep(0.05)
+            during(episode, recorder)
+
+        threading.Thread(target=watch, daemon=True).start()
+    return episode.run(), recorder
+
+
+def messages(recorder: Recorder, stage: str | None = None) -> list[str]:
+    return [message for name, _, message in recorder.stages if message and (stage is None or name == stage)]
+
+
+def call_sequence(data: bytes) -> list[tuple]:
+    events = [json.loads(line) for line in data.splitlines() if line.strip()]
+    return [(e.get("type"), (e.get("part") or {}).get("tool"), (e.get("part") or {}).get("callID")) for e in events]
+
+
+def test_replayed_episode_in_daytona_grades_one_and_leaves_nothing(tmp_path, local_daytona):
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs")
+    assert result.error is None, result.error
+    assert result.status == "finished" and result.grade.env_reward == 1.0
+    live = analyze_bytes(result.trace_path.read_bytes())[0]
+    assert live.verdict.native_tool_calls == analyze_path(PASSING)[0].verdict.native_tool_calls == 3
+    assert bytes(recorder.bytes) == result.trace_path.read_bytes()
+    done = [name for name, state, _ in recorder.stages if state == "done"]
+    assert done == ["create sandbox", "install OpenCode", "stage task", "agent running", "recover calls", "grading"]
+    assert any("nothing to install" in m for m in messages(recorder, "install OpenCode"))
+    # The sandbox was made the way the environment makes it, labelled, capped, and deleted.
+    assert local_daytona.sandbox_ids() == []
+    metadata = json.loads(result.metadata_path.read_text())
+    sandbox_id = metadata["sandbox"]["id"]
+    params = local_daytona.create_params(sandbox_id)
+    assert params["user"] == "root"
+    assert "savatar101/env-data-agent-train:base" in json.dumps(params)
+    assert params["labels"]["app"] == "smoldata-tui" and params["labels"]["task"] == "sales-top-region"
+    assert params["labels"]["run"] == result.trace_path.parent.name and "@" in params["labels"]["owner"]
+    assert params["autoStopInterval"] == 15 and params["autoDeleteInterval"] == 0 and params["ttlMinutes"] >= 32
+    assert params["name"].startswith("smoldata-")
+    # The log crossed the network once: base64 (4/3) plus a few bytes per request.
+    transfer = metadata["sandbox"]["transfer"]
+    log_size = result.trace_path.stat().st_size
+    assert transfer["log_bytes"] == log_size
+    assert log_size <= transfer["wire_bytes"] <= log_size * 4 / 3 + 64 * 1024
+
+
+def test_opencode_is_uploaded_when_the_image_lacks_it(tmp_path, local_daytona):
+    settings = DaytonaSettings(image="docker.io/library/ubuntu:24.04", **FAST)
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", settings=settings)
+    assert result.error is None, result.error
+    assert result.grade.env_reward == 1.0
+    install = messages(recorder, "install OpenCode")
+    assert any(m.startswith("uploading OpenCode 1.18.31") for m in install), install
+    assert any(m.startswith("OpenCode 1.18.31 installed") for m in install), install
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_rate_limits_and_server_errors_are_retried_and_shown(tmp_path, local_daytona):
+    local_daytona.fail_next(2, 429, path_contains="/sandbox", method="POST")
+    local_daytona.fail_next(1, 503, path_contains="files/bulk-upload")
+    local_daytona.fail_next(1, 502, path_contains="process/execute")
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs")
+    assert result.error is None, result.error
+    assert result.grade.env_reward == 1.0
+    retries = [m for m in messages(recorder) if m.startswith("Daytona ")]
+    assert any("rate limited (429) on create" in m for m in retries), retries
+    assert any("server error (503)" in m for m in retries), retries
+    assert any("server error (502)" in m for m in retries), retries
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_a_network_drop_mid_run_loses_and_duplicates_nothing(tmp_path, local_daytona):
+    reference, _ = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "reference")
+
+    def drop(_episode, _recorder):
+        time.sleep(0.3)
+        local_daytona.drop_connections(2.0)
+
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", during=drop)
+    assert result.error is None, result.error
+    assert result.grade.env_reward == 1.0
+    assert any("connection lost" in m for m in messages(recorder)), messages(recorder)
+    assert call_sequence(result.trace_path.read_bytes()) == call_sequence(reference.trace_path.read_bytes())
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_a_sandbox_in_error_state_is_reported_its_trace_kept_and_deleted(tmp_path, local_daytona):
+    recording = _sleeping_recording(tmp_path)
+
+    def break_it(_episode, recorder):
+        while len(recorder.bytes) == 0:
+            time.sleep(0.05)
+        (sandbox_id,) = local_daytona.sandbox_ids()
+        local_daytona.set_state(sandbox_id, "error", reason="disk failure on runner")
+
+    result, recorder = run_daytona("sales-top-region", f"replay:{recording}", tmp_path / "runs", during=break_it)
+    assert result.status == "error" and result.error.stage == "agent running"
+    assert "state 'error'" in str(result.error) and "disk failure on runner" in str(result.error)
+    assert result.trace_path.stat().st_size > 0  # what arrived before is saved
+    assert json.loads(result.metadata_path.read_text())["status"] == "error"
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_cancel_mid_tool_stops_the_agent_recovers_the_call_and_deletes(tmp_path, local_daytona):
+    recording = _sleeping_recording(tmp_path)
+
+    def cancel(episode, recorder):
+        while b"step_start" not in recorder.bytes:  # a running tool is not in the stream: give it time to start
+            time.sleep(0.05)
+        time.sleep(3.0)
+        episode.cancel()
+
+    started = time.monotonic()
+    result, recorder = run_daytona("sales-top-region", f"replay:{recording}", tmp_path / "runs", during=cancel)
+    assert time.monotonic() - started < 90
+    assert result.status == "cancelled" and result.grade is None
+    assert [(c.tool, c.status) for c in result.recovered] == [("bash", "running")]
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_a_create_that_times_out_deletes_the_sandbox_it_made(tmp_path, local_daytona):
+    local_daytona.create_delay(4.0)
+    backend = DaytonaSandboxBackend(DaytonaSettings(**{**FAST, "create_timeout_s": 1.0}))
+    progress: list[str] = []
+    with pytest.raises(SandboxError) as raised:
+        backend.create(timeout_s=60, metadata={"run": "r1", "task": "t"}, progress=progress.append)
+    assert "deleted sandbox" in str(raised.value)
+    time.sleep(4.5)  # the server finishes the slow create; the sandbox must still be gone
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_a_missing_file_is_a_clear_message(local_daytona):
+    sandbox = DaytonaSandboxBackend(DaytonaSettings(**FAST)).create(timeout_s=60, metadata={"run": "r2"})
+    try:
+        with pytest.raises(FileNotFoundError) as raised:
+            sandbox.read_text("/workdir/nope.txt")
+        assert "/workdir/nope.txt" in str(raised.value) and "no such file" in str(raised.value)
+        result = sandbox.exec("echo out; echo err >&2; exit 7", timeout=30)
+        assert (result.exit_code, result.stdout, result.stderr) == (7, "out\n", "err\n")
+        assert sandbox.exec("sleep 10", timeout=1).exit_code == 124
+        sandbox.write_bytes("/tmp/x/bin.dat", bytes(range(256)))
+        assert sandbox.read_bytes("/tmp/x/bin.dat", 250) == bytes(range(250, 256))
+        assert sandbox.size("/tmp/x/bin.dat") == 256 and sandbox.size("/tmp/none") is None
+    finally:
+        sandbox.kill()
+    assert local_daytona.sandbox_ids() == []
