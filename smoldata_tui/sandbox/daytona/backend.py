@@ -30,6 +30,35 @@ from smoldata_tui.sandbox.daytona.settings import (
 from smoldata_tui.sandbox.errors import SandboxError
 
 Progress = Callable[[str], None]
+_live: set[DaytonaSandbox] = set()
+_exit_hook_lock = threading.Lock()
+_exit_hook_installed = False
+
+
+def _delete_live_at_exit() -> None:
+    for handle in list(_live):
+        try:
+            handle.kill()
+        except Exception:  # noqa: BLE001 - keep deleting the others; gc finds what remains
+            pass
+
+
+def _install_exit_hook() -> None:
+    """Delete live sandboxes when the interpreter ends, even after an uncaught exception. This must
+    run before ``concurrent.futures`` shuts its executors down (after that the SDK's requests fail
+    with "cannot schedule new futures"), which plain ``atexit`` handlers do not; ``threading``'s
+    exit hooks run first, newest first. ``registry``'s atexit handler stays as a second chance."""
+    global _exit_hook_installed
+    with _exit_hook_lock:
+        if _exit_hook_installed:
+            return
+        _exit_hook_installed = True
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(_delete_live_at_exit)
+    except RuntimeError:  # the interpreter is already shutting down
+        pass
 
 
 async def _new_client():
@@ -84,6 +113,8 @@ class DaytonaSandboxBackend:
         handle = DaytonaSandbox(self._bridge, client, sandbox, self.settings, on_close=self._closed)
         live_runs.record(handle.sandbox_id, name)
         registry.register(handle)
+        _live.add(handle)
+        _install_exit_hook()
         handle.start_keepalive()
         state, _ = _state_of(sandbox)
         say(f"sandbox {handle.sandbox_id} ({name}) is {state}")
@@ -128,6 +159,7 @@ class DaytonaSandboxBackend:
     def _closed(self, handle: DaytonaSandbox) -> None:
         live_runs.forget(handle.sandbox_id)
         registry.unregister(handle)
+        _live.discard(handle)
         try:
             self._bridge.run(handle._client.close(), timeout=30)
         except Exception:  # noqa: BLE001 - a client that cannot close leaks a socket, nothing else
