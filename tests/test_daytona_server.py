@@ -271,3 +271,50 @@ async def test_requests_without_the_api_key_are_refused(local_daytona):
         with pytest.raises(DaytonaAuthenticationError):
             await daytona.get("anything")
     assert (("GET", "/api/sandbox", 401)) in local_daytona.requests
+
+
+async def test_first_create_from_an_image_streams_its_build_log_then_the_build_is_cached(local_daytona):
+    lines = ["#1 FROM debian:12", "#2 RUN apt-get install -y python3", "#3 exporting layers", "#4 DONE"]
+    local_daytona.build_image_on_create(2.0, lines)
+    received: list[tuple[float, str]] = []
+    async with client(local_daytona) as daytona:
+        started = time.monotonic()
+        built = await daytona.create(CreateSandboxFromImageParams(image="debian:12", name="built"), timeout=30,
+                                     on_snapshot_create_logs=lambda text: received.append((time.monotonic(), text)))  # fmt: skip
+        assert time.monotonic() - started >= 2.0
+        assert built.state == SandboxState.STARTED
+        assert (await built.process.exec("echo up")).result == "up\n"  # really created by then
+        # The SDK hands over each chunk as it arrives: lines logged before it connected come together.
+        assert "\n".join(text for _, text in received).split("\n") == lines
+        assert local_daytona.image_builds() == ["debian:12"]
+        assert ("GET", f"/sandboxes/{built.id}/build-logs", 200) in local_daytona.requests
+
+        later: list[str] = []
+        started = time.monotonic()
+        cached = await daytona.create(CreateSandboxFromImageParams(image="debian:12", name="cached"), timeout=30,
+                                      on_snapshot_create_logs=later.append)  # fmt: skip
+        assert cached.state == SandboxState.STARTED and later == [] and time.monotonic() - started < 1.5
+        snapshot = await daytona.create(CreateSandboxFromSnapshotParams(snapshot="env-snap", name="snap"), timeout=30)
+        assert snapshot.state == SandboxState.STARTED
+        assert local_daytona.image_builds() == ["debian:12"]
+        assert not any(f"/sandboxes/{cached.id}/" in path for _method, path, _status in local_daytona.requests)
+        for sandbox in (built, cached, snapshot):
+            await sandbox.delete()
+    assert local_daytona.sandbox_ids() == []
+
+
+async def test_stop_during_a_build_leaves_no_local_sandbox(local_daytona):
+    local_daytona.build_image_on_create(30.0, ["#1 slow"])
+    async with client(local_daytona) as daytona:
+        creating = asyncio.create_task(
+            daytona.create(CreateSandboxFromImageParams(image="debian:12", name="building"), timeout=60)
+        )
+        while not local_daytona.sandbox_ids() or not local_dirs(local_daytona):
+            await asyncio.sleep(0.05)
+        (sandbox_id,) = local_daytona.sandbox_ids()
+        assert local_daytona.sandbox_json(sandbox_id)["state"] == "building_snapshot"
+        creating.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await creating
+    local_daytona.stop()
+    assert local_dirs(local_daytona) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import time
 import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from smoldata_tui.sandbox import SandboxError
+from tests.daytona_local.builds import ImageBuild
 from tests.daytona_local.state import SandboxRecord, base_image, error_response, now_iso, sandbox_json
 
 if TYPE_CHECKING:
@@ -56,12 +58,18 @@ class ControlPlane:
                 return error_response(request, 409, f"Sandbox with name {record.name} already exists")
             self.state.sandboxes[sandbox_id] = record
             self.state.create_params[sandbox_id] = json.loads(json.dumps(params))  # a copy: setters edit params
-        try:
-            record.local = await self.server.run_blocking(self._create_local, params)
-        except (SandboxError, OSError) as error:  # e.g. bubblewrap missing or unusable
-            self.state.remove(sandbox_id)
-            return error_response(request, 500, f"local sandbox could not start: {error}")
-        record.set_state("started")
+        build = self.server.builds.start_or_join(params)
+        if build is not None:  # an image not built yet: answer pending_build, start once it is built
+            with self.state.lock:
+                record.set_state("pending_build")
+            self.server.in_background(self._build_then_start(record, build))
+        else:
+            try:
+                record.local = await self.server.run_blocking(self._create_local, params)
+            except (SandboxError, OSError) as error:  # e.g. bubblewrap missing or unusable
+                self.state.remove(sandbox_id)
+                return error_response(request, 500, f"local sandbox could not start: {error}")
+            record.set_state("started")
         if self.server.faults.create_delay_s:
             # The sandbox exists while the answer is late, so a client that gives up can find it by
             # name or labels, as after a create timeout on the real service. Stopping cuts it short.
@@ -71,6 +79,34 @@ class ControlPlane:
                 pass
         with self.state.lock:  # it may have been deleted meanwhile: answer with its last record
             return web.json_response(copy.deepcopy(record.json))
+
+    async def _build_then_start(self, record: SandboxRecord, build: ImageBuild) -> None:
+        """A runner takes the build at once (building_snapshot); the local sandbox is made meanwhile,
+        and the sandbox is started when the build is done, unless it was stopped, deleted or put in an
+        error state by then. Runs on the loop; ``LocalDaytona._shutdown`` waits for it."""
+        with self.state.lock:
+            if record.state == "pending_build":
+                record.set_state("building_snapshot")
+        try:
+            local = await self.server.run_blocking(self._create_local, record.create_params)
+        except (SandboxError, OSError) as error:
+            with self.state.lock:
+                record.set_state("build_failed", f"local sandbox could not start: {error}")
+            return
+        with self.state.lock:  # deleted meanwhile (or the server stopped): nobody else will kill it
+            record.local = local
+            kept = self.state.sandboxes.get(record.id) is record
+        if not kept:
+            await self.server.run_blocking(local.kill)
+            return
+        try:
+            await asyncio.wait_for(self.server.stopping.wait(), max(build.done_at - time.monotonic(), 0))
+            return  # stopping: _shutdown kills it
+        except TimeoutError:
+            pass
+        with self.state.lock:
+            if record.state in ("pending_build", "building_snapshot"):
+                record.set_state("started")
 
     def _create_local(self, params: dict[str, Any]):
         with_opencode = bool(params.get("snapshot")) or base_image(params) in self.server.images_with_opencode

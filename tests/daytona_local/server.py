@@ -21,7 +21,8 @@ from typing import Any, Self
 from aiohttp import web
 
 from smoldata_tui.sandbox import LocalSandboxBackend
-from tests.daytona_local import control_plane, toolbox, toolbox_files
+from tests.daytona_local import builds, control_plane, toolbox, toolbox_files
+from tests.daytona_local.builds import Builds
 from tests.daytona_local.faults import Faults, make_middleware
 from tests.daytona_local.state import SandboxRecord, ServerState
 
@@ -38,6 +39,7 @@ class LocalDaytona:
         opencode_bin_dir: Path | str | None = None,
         images_with_opencode: set[str] | frozenset[str] = DEFAULT_IMAGES_WITH_OPENCODE,
         sandbox_base_dir: Path | str | None = None,
+        build_seconds: float = 0.0,
     ) -> None:
         self.opencode_bin_dir = Path(opencode_bin_dir) if opencode_bin_dir is not None else None
         self.images_with_opencode = set(images_with_opencode)
@@ -45,6 +47,9 @@ class LocalDaytona:
         self.api_key = secrets.token_urlsafe(24)
         self.state = ServerState()
         self.faults = Faults()
+        self.builds = Builds(self.state.lock)
+        self.builds.configure(build_seconds, None)
+        self._background: set[asyncio.Task] = set()  # touched on the loop only
         self.open_log_sockets: set[asyncio.BaseTransport] = set()  # touched on the loop only
         self.port: int | None = None
         self._backends: dict[bool, LocalSandboxBackend] = {}
@@ -93,6 +98,7 @@ class LocalDaytona:
         control_plane.add_routes(app, self)
         toolbox.add_routes(app, self)
         toolbox_files.add_routes(app, self)
+        builds.add_routes(app, self)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_TIMEOUT_S)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -106,6 +112,7 @@ class LocalDaytona:
             self.state.remove(record.id)
         # Killing first ends the commands that followed logs and waiting execs are bound to.
         await asyncio.gather(*(self.kill_local(record) for record in records))
+        await asyncio.gather(*self._background)  # sandboxes still building: each kills its own
         await self._runner.cleanup()
 
     # -- what the routes use ----------------------------------------------------------------
@@ -113,6 +120,10 @@ class LocalDaytona:
     @property
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api"
+
+    @property
+    def proxy_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def toolbox_url(self) -> str:
@@ -132,6 +143,11 @@ class LocalDaytona:
         return await asyncio.get_running_loop().run_in_executor(
             self._pool, functools.partial(function, *args, **kwargs)
         )
+
+    def in_background(self, coroutine) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def kill_local(self, record: SandboxRecord) -> None:
         if record.local is not None:
@@ -187,6 +203,19 @@ class LocalDaytona:
             raise KeyError(sandbox_id)
         with self.state.lock:
             record.set_state(state, reason)
+
+    def build_image_on_create(self, seconds: float, lines: list[str] | None = None) -> None:
+        """From now on, a sandbox created from an image this server has not built yet answers
+        ``pending_build``, is ``building_snapshot`` for ``seconds`` from its create while its build log
+        (``GET /api/sandbox/{id}/build-logs-url``, then that URL) gets ``lines`` evenly over that time,
+        then ``started``. Creates from that image afterwards start at once (the build is cached); one
+        created while it builds waits for the same build. Snapshots never build. ``lines`` None: a
+        step per Dockerfile line. ``seconds`` 0 turns it off (creates then build and cache nothing)."""
+        self.builds.configure(seconds, lines)
+
+    def image_builds(self) -> list[str | None]:
+        """The image (its FROM) of every build simulated so far, oldest first."""
+        return self.builds.images()
 
     def create_delay(self, seconds: float) -> None:
         """Every later POST /sandbox answers ``seconds`` late (the sandbox exists meanwhile)."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import threading
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -157,12 +157,21 @@ def sandbox_json(sandbox_id: str, params: dict[str, Any], toolbox_url: str) -> d
         record["buildInfo"] = {"dockerfileContent": build.get("dockerfileContent"),
                                "contextHashes": build.get("contextHashes") or [],
                                "createdAt": created, "updatedAt": created,
-                               "snapshotRef": f"local-build-{uuid.uuid4().hex[:12]}"}  # fmt: skip
+                               "snapshotRef": build_ref(params)}  # fmt: skip
     return record
 
 
 def _default(value: Any, default: Any) -> Any:
     return default if value is None else value
+
+
+def build_ref(params: dict[str, Any]) -> str | None:
+    """What names a build, ``buildInfo.snapshotRef``: the same Dockerfile and context build once."""
+    build = params.get("buildInfo")
+    if not build:
+        return None
+    key = (build.get("dockerfileContent") or "") + "\0" + "\0".join(sorted(build.get("contextHashes") or []))
+    return "local-build-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def base_image(params: dict[str, Any]) -> str | None:
