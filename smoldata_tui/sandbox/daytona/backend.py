@@ -86,9 +86,14 @@ class DaytonaSandboxBackend:
         client = self._bridge.run(_new_client())
         created_id: list[str] = []
 
+        def build_log(chunk: str) -> None:  # chunks of the image build's log, not always whole lines
+            for line in chunk.splitlines():
+                if line.strip():
+                    say(f"build: {line.rstrip()}")
+
         async def attempt():
             try:
-                return await client.create(params, timeout=self.settings.create_timeout_s, on_snapshot_create_logs=say)
+                return await client.create(params, timeout=self.settings.create_timeout_s, on_snapshot_create_logs=build_log)
             except Exception as exc:
                 sandbox_id = getattr(exc, "sandbox_id", None)
                 if sandbox_id:
