@@ -115,3 +115,21 @@ def measure(argv: list[str], *, repeat: int = 3) -> Measured:
             best = run
     assert best is not None
     return best
+
+
+def bash_steps_recording(folder: Path, steps: int, command: str, output: str) -> Path:
+    """A recording for the replay model: ``steps`` bash calls (``{step}`` in ``command`` and
+    ``output`` is the step's number), then a final text answer."""
+    from smoldata_tui.trace.build import TraceBuilder
+
+    builder = TraceBuilder()
+    for step in range(steps):
+        builder.step_start()
+        builder.bash(command.format(step=step), output.format(step=step))
+        builder.step_finish("tool-calls")
+    builder.step_start()
+    builder.text("done")
+    builder.step_finish("stop")
+    path = folder / "steps.jsonl"
+    path.write_bytes(builder.dumps())
+    return path

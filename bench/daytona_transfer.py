@@ -26,13 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _common import bash_steps_recording  # noqa: E402
 from smoldata_tui.sandbox.daytona import DaytonaSettings  # noqa: E402
 from smoldata_tui.session import log_follower  # noqa: E402
 from smoldata_tui.session.episode import Episode, EpisodeSpec  # noqa: E402
 from smoldata_tui.session.model_endpoint import open_endpoint  # noqa: E402
 from smoldata_tui.session.opencode_install import ensure_opencode  # noqa: E402
 from smoldata_tui.tasks import default_task_root, load_task  # noqa: E402
-from smoldata_tui.trace.build import TraceBuilder  # noqa: E402
 from tests.daytona_local import LocalDaytona  # noqa: E402
 
 
@@ -46,22 +46,6 @@ class _Quiet:
 
     def received(self, data):
         pass
-
-
-def recording(steps: int, output_bytes: int, folder: Path) -> Path:
-    builder = TraceBuilder()
-    line = "x" * 99 + "\n"
-    for step in range(steps):
-        builder.step_start()
-        command = f"yes {'x' * 99} | head -c {output_bytes}"
-        builder.bash(command, (line * (output_bytes // 100 + 1))[:output_bytes])
-        builder.step_finish("tool-calls")
-    builder.step_start()
-    builder.text("done")
-    builder.step_finish("stop")
-    path = folder / "steps.jsonl"
-    path.write_bytes(builder.dumps())
-    return path
 
 
 class WholeFileFollower(log_follower.LogFollower):
@@ -108,7 +92,9 @@ def main() -> int:
     binary = ensure_opencode()
     with tempfile.TemporaryDirectory(prefix="smoldata-transfer-") as folder:
         folder = Path(folder)
-        record = recording(args.steps, args.output_bytes, folder)
+        lines = ("x" * 99 + "\n") * (args.output_bytes // 100 + 1)
+        record = bash_steps_recording(folder, args.steps, f"yes {'x' * 99} | head -c {args.output_bytes}",
+                                      lines[: args.output_bytes])
         server = LocalDaytona(opencode_bin_dir=binary.parent, sandbox_base_dir=folder / "sandboxes").start()
         os.environ.update(DAYTONA_API_URL=server.api_url, DAYTONA_API_KEY=server.api_key, DAYTONA_TARGET="local")
         try:

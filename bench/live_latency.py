@@ -24,33 +24,20 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _common import bash_steps_recording  # noqa: E402
 from smoldata_tui.session.episode import EpisodeSpec  # noqa: E402
 from smoldata_tui.session.model_endpoint import open_endpoint  # noqa: E402
 from smoldata_tui.tasks import default_task_root, load_task  # noqa: E402
-from smoldata_tui.trace.build import TraceBuilder  # noqa: E402
 from smoldata_tui.ui.live_app import LiveApp  # noqa: E402
 from smoldata_tui.ui.screens.episode import EpisodeScreen  # noqa: E402
 from smoldata_tui.ui.screens.live import LiveScreen  # noqa: E402
 
 
-def recording(steps: int, folder: Path) -> Path:
-    builder = TraceBuilder()
-    for step in range(steps):
-        builder.step_start()
-        builder.bash(f"echo step {step}", f"step {step}\n")
-        builder.step_finish("tool-calls")
-    builder.step_start()
-    builder.text("done")
-    builder.step_finish("stop")
-    path = folder / "steps.jsonl"
-    path.write_bytes(builder.dumps())
-    return path
-
-
 async def measure(steps: int, folder: Path) -> tuple[list[float], object]:
+    record = bash_steps_recording(folder, steps, "echo step {step}", "step {step}\n")
     spec = EpisodeSpec(
         task=load_task(default_task_root() / "sales-top-region"),
-        endpoint=open_endpoint(model=f"replay:{recording(steps, folder)}"),
+        endpoint=open_endpoint(model=f"replay:{record}"),
         timeout_s=300,
         save_dir=folder / "runs",
     )
