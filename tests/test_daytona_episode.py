@@ -77,6 +77,9 @@ def test_replayed_episode_in_daytona_grades_one_and_leaves_nothing(tmp_path, loc
     assert params["labels"]["run"] == result.trace_path.parent.name and "@" in params["labels"]["owner"]
     assert params["autoStopInterval"] == 15 and params["autoDeleteInterval"] == 0 and params["ttlMinutes"] >= 32
     assert params["name"].startswith("smoldata-")
+    # Auto-stop counts inactivity: the watched run kept telling Daytona it is in use.
+    pings = [path for method, path, _ in local_daytona.requests if method == "POST" and path.endswith(f"{sandbox_id}/last-activity")]
+    assert len(pings) >= 3
     # The log crossed the network once: base64 (4/3) plus a few bytes per request.
     transfer = metadata["sandbox"]["transfer"]
     log_size = result.trace_path.stat().st_size

@@ -81,6 +81,8 @@ class DaytonaSandbox:
             self._keepalive.cancel()
         try:
             self._run("deleting the sandbox", lambda: self._delete(), guard=False)
+        except SandboxError as exc:
+            raise SandboxError(f"{exc}; sandbox {self.sandbox_id} may remain: `smoldata-tui daytona gc` deletes it") from exc
         finally:
             if self._on_close is not None:
                 self._on_close(self)
