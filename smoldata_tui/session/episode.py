@@ -37,6 +37,7 @@ from smoldata_tui.session.opencode_config import (
     instruction_path,
     opencode_json_text,
     redacted,
+    setup_shell,
 )
 from smoldata_tui.session.opencode_install import DEFAULT_OPENCODE_VERSION, resolve_opencode
 from smoldata_tui.session.placement import HOME, create_daytona, create_local, place_opencode
@@ -214,7 +215,9 @@ class Episode:
         spec, sandbox = self.spec, self._sandbox
         sandbox.write_text(config_path(HOME), opencode_json_text(self._opencode_json))
         sandbox.write_text(instruction_path(HOME), spec.task.instruction)
-        sandbox.exec(f"mkdir -p {HOME}/logs/agent && : > {agent_log_path(HOME)}", timeout=30)
+        prepared = sandbox.exec(f"{setup_shell(HOME)} && : > {agent_log_path(HOME)}", timeout=60)
+        if prepared.exit_code != 0:
+            raise EpisodeFailed("stage task", f"preparing the agent's folders failed: {(prepared.stderr or prepared.stdout).strip()[:300]}")
 
     def _run_agent(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
         sandbox = self._sandbox

@@ -30,6 +30,7 @@ from smoldata_tui.session.metadata import SECRET_NAME
 
 __all__ = [
     "DISABLED_TOOLS",
+    "ENVIRONMENT_SETUP_SHELL",
     "EXTRA_OPENCODE_JSON",
     "PROVIDER_NAME",
     "PROVIDER_PACKAGES",
@@ -42,6 +43,7 @@ __all__ = [
     "instruction_path",
     "opencode_json_text",
     "redacted",
+    "setup_shell",
     "workdir_path",
 ]
 
@@ -125,6 +127,23 @@ def redacted(config: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------- paths
+
+
+#: The environment's OpenCodeConfig.extra_setup_shell, run after opencode_env's install created
+#: ``/root/workdir`` (with the rest of its folders): the agent's workdir becomes ``/workdir``.
+ENVIRONMENT_SETUP_SHELL = "mkdir -p /workdir && rmdir /root/workdir && ln -s /workdir /root/workdir"
+
+
+def setup_shell(home: str) -> str:
+    """What opencode_env's install and the environment's setup leave behind, made idempotent for
+    the built-in driver: opencode_env's folders, and ``<home>/workdir`` → ``/workdir`` (a local
+    sandbox already has the link; an image usually has neither)."""
+    folders = " ".join(shlex.quote(f"{home}/{name}") for name in (".config/opencode", "logs/agent", "logs/verifier", "task"))
+    workdir = shlex.quote(workdir_path(home))
+    return (
+        f"mkdir -p {folders} /workdir && "
+        f"if [ ! -L {workdir} ]; then mkdir -p {workdir} && rmdir {workdir} && ln -s /workdir {workdir}; fi"
+    )
 
 
 def config_path(home: str) -> str:

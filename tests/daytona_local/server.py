@@ -131,12 +131,15 @@ class LocalDaytona:
 
     def backend(self, with_opencode: bool) -> LocalSandboxBackend:
         """The backend for a new sandbox: with OpenCode bound read-only where opencode_env looks for
-        it when the sandbox's image (or snapshot) would have it preinstalled."""
+        it when the sandbox's image (or snapshot) would have it preinstalled. An image does not link
+        /root/workdir to /workdir: the environment's own setup does that, as it must in Daytona."""
         with_opencode = with_opencode and self.opencode_bin_dir is not None
         with self.state.lock:
             if with_opencode not in self._backends:
                 binds = [(self.opencode_bin_dir, OPENCODE_BIN)] if with_opencode else []
-                self._backends[with_opencode] = LocalSandboxBackend(binds=binds, base_dir=self.sandbox_base_dir)
+                self._backends[with_opencode] = LocalSandboxBackend(
+                    binds=binds, base_dir=self.sandbox_base_dir, link_workdir=False
+                )
             return self._backends[with_opencode]
 
     async def run_blocking(self, function, *args: Any, **kwargs: Any) -> Any:
