@@ -40,6 +40,7 @@ from smoldata_tui.session.opencode_config import (
     setup_shell,
 )
 from smoldata_tui.session.opencode_install import DEFAULT_OPENCODE_VERSION, resolve_opencode
+from smoldata_tui.session.secret_scrub import SecretScrubber
 from smoldata_tui.session.placement import HOME, create_daytona, create_local, place_opencode
 from smoldata_tui.tasks import GradeResult, Task, grade_answer, stage_task
 from smoldata_tui.trace.text import clip
@@ -134,6 +135,7 @@ class Episode:
         endpoint = spec.endpoint
         # OpenCode reads the key from here, inside the sandbox; saved metadata gets it redacted.
         self._opencode_json = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
+        self._scrubber = SecretScrubber([endpoint.api_key])
 
     def cancel(self) -> None:
         """Stop the agent, keep what was received, grade nothing, release the sandbox."""
@@ -223,7 +225,7 @@ class Episode:
         sandbox = self._sandbox
         command = agent_command(HOME, opencode=self._opencode)
         job = sandbox.start_bg(command, envs=agent_environment(HOME))
-        follower = LogFollower(sandbox, agent_log_path(HOME), result.trace_path, self.observer.received)
+        follower = LogFollower(sandbox, agent_log_path(HOME), result.trace_path, self.observer.received, self._scrubber)
         deadline = time.monotonic() + self.spec.timeout_s
         stopped_by_us = None
         try:
@@ -265,7 +267,7 @@ class Episode:
             say("no sessionID in the log: nothing to recover")
             return
         binary = f"{HOME}/.opencode/bin/opencode" if self._opencode == "opencode" else self._opencode
-        export = export_session(self._sandbox, binary, session_id, agent_environment(HOME))
+        export = export_session(self._sandbox, binary, session_id, agent_environment(HOME), scrub=self._scrubber.text)
         if export is None:
             say("opencode export failed: unfinished calls cannot be recovered")
             return
@@ -279,7 +281,7 @@ class Episode:
         observer = self.observer
 
         def say(message: str) -> None:
-            observer.stage(name, "progress", time.monotonic() - started, clip(message, 300))
+            observer.stage(name, "progress", time.monotonic() - started, clip(self._scrubber.text(message), 300))
 
         if self._cancel.is_set() and name != "recover calls":
             raise EpisodeFailed(name, "cancelled")
@@ -292,7 +294,7 @@ class Episode:
             observer.stage(name, "failed", time.monotonic() - started, "")
             raise
         except Exception as exc:  # noqa: BLE001 - every failure becomes one clear line
-            message = clip(f"{type(exc).__name__}: {exc}", 500)
+            message = clip(self._scrubber.text(f"{type(exc).__name__}: {exc}"), 500)
             observer.stage(name, "failed", time.monotonic() - started, message)
             raise EpisodeFailed(name, message) from exc
         finally:
@@ -306,7 +308,9 @@ class Episode:
                 sandbox.kill()
             except Exception as exc:  # noqa: BLE001 - report, never mask the episode's outcome
                 self.observer.stage("release sandbox", "failed", 0.0, clip(f"{type(exc).__name__}: {exc}", 300))
-        result.divergences = self.spec.endpoint.divergences()
+        # A divergence quotes tool results as they are now: the agent may have printed the key.
+        result.divergences = [json.loads(self._scrubber.text(json.dumps(item, default=str)))
+                              for item in self.spec.endpoint.divergences()]  # fmt: skip
         self.spec.endpoint.close()
         _save_json(result.trace_path.with_name("run.divergence.json"), result.divergences)
         metadata = result.metadata

@@ -9,6 +9,7 @@ prints it. Those calls are what "unfinished" means for a killed episode.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 import shlex
 from dataclasses import dataclass
 from itertools import islice
@@ -51,12 +52,14 @@ def first_session_id(trace_path: Path, lines: int = 50) -> str | None:
     return None
 
 
-def export_session(sandbox: object, opencode: str, session_id: str, env: dict[str, str]) -> dict | None:
-    """``opencode export <sessionID>`` run in the sandbox; None when it fails."""
+def export_session(sandbox: object, opencode: str, session_id: str, env: dict[str, str],
+                   scrub: Callable[[str], str] = str) -> dict | None:  # fmt: skip
+    """``opencode export <sessionID>`` run in the sandbox (its text passed through ``scrub``, which
+    masks secrets the agent printed); None when it fails."""
     result = sandbox.exec(f"{shlex.quote(opencode)} export {shlex.quote(session_id)}", envs=env, timeout=60)
     if result.exit_code != 0:
         return None
-    text = result.stdout
+    text = scrub(result.stdout)
     start = text.find("{")  # OpenCode may print a notice before the JSON
     try:
         data = json.loads(text[start:]) if start >= 0 else None

@@ -16,13 +16,17 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
+from smoldata_tui.session.secret_scrub import SecretScrubber
+
 MAX_READ = 4 << 20  # bytes taken per poll, so a burst never holds everything in memory
 REMOTE_WAIT_S = 0.5  # how long a remote read waits in the sandbox for the log to grow
 
 
 class LogFollower:
-    def __init__(self, sandbox: object, remote_path: str, local_path: Path, sink: Callable[[bytes], None]) -> None:
+    def __init__(self, sandbox: object, remote_path: str, local_path: Path, sink: Callable[[bytes], None],
+                 scrubber: SecretScrubber | None = None) -> None:  # fmt: skip
         self._sandbox = sandbox
+        self._scrubber = scrubber or SecretScrubber(())
         self._remote = remote_path
         self._local = open(local_path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
         self._sink = sink
@@ -38,12 +42,18 @@ class LogFollower:
             data = self._read_new(wait_s=0.0 if final or taken else REMOTE_WAIT_S)
             if not data:
                 return taken
-            self._local.write(data)  # first to disk: a crash loses nothing already received
             self.offset += len(data)
             taken += len(data)
-            self._sink(data)
+            self._deliver(self._scrubber.feed(data))
             if len(data) < MAX_READ:
+                if final:
+                    self._deliver(self._scrubber.flush())
                 return taken
+
+    def _deliver(self, data: bytes) -> None:
+        if data:
+            self._local.write(data)  # first to disk: a crash loses nothing already received
+            self._sink(data)
 
     def _read_new(self, wait_s: float) -> bytes:
         if self._appended is not None:
@@ -65,5 +75,6 @@ class LogFollower:
 
     def close(self) -> None:
         if not self._local.closed:
+            self._deliver(self._scrubber.flush())
             os.fsync(self._local.fileno())
             self._local.close()
