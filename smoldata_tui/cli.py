@@ -107,6 +107,10 @@ def _add_run_parser(commands) -> None:
     run.add_argument("--tasks", metavar="DIR", help="the task set (default: the sample tasks that ship with smoldata-tui)")
     run.add_argument("--backend", default="local", choices=["local", "daytona"],
                      help="where the sandbox runs: local (bubblewrap) or daytona (DAYTONA_API_KEY) (default: local)")
+    run.add_argument("--harness", default="builtin", choices=["builtin", "opencode-env"],
+                     help="builtin: smoldata-tui's driver (opencode_env's configuration, rebuilt); opencode-env: "
+                     "opencode_env's own OpenCodeSessionFactory in the environment's configuration, with its "
+                     "logging proxy (needs opencode_env installed) (default: builtin)")
     run.add_argument("--daytona-snapshot", metavar="NAME",
                      help="create Daytona sandboxes from this snapshot (default: $DAYTONA_SNAPSHOT, else the "
                      "environment's image)")

@@ -125,6 +125,14 @@ def episode_spec(args) -> EpisodeSpec:
         if not has_api_key():  # before any work: no sandbox, no install, no model endpoint
             raise UsageError(str(DaytonaCredentialsMissing()))
         daytona = DaytonaSettings.from_environment(snapshot=getattr(args, "daytona_snapshot", None))
+    harness = getattr(args, "harness", "builtin")
+    if harness == "opencode-env":
+        from smoldata_tui.session.opencode_env_harness import HarnessUnavailable, require_opencode_env
+
+        try:
+            require_opencode_env()
+        except HarnessUnavailable as exc:
+            raise UsageError(str(exc)) from None
     endpoint = open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
     return EpisodeSpec(
         task=task,
@@ -135,6 +143,7 @@ def episode_spec(args) -> EpisodeSpec:
         opencode_version=args.opencode_version,
         opencode_bin=args.opencode_bin,
         daytona=daytona,
+        harness=harness,
     )
 
 

@@ -1,13 +1,15 @@
 """One episode, end to end: the steps the environment takes, in a sandbox we own.
 
-install OpenCode → create sandbox → stage task → agent running → recover calls → grading,
-then save (trace + metadata, no secrets) and release the sandbox on every path: normal end,
+install OpenCode → create sandbox → stage task → agent running → recover calls → grading (a
+remote sandbox is created before OpenCode is looked for in it), then save (trace + metadata, no secrets) and release the sandbox on every path: normal end,
 error, cancel, timeout, Ctrl-C. The agent's log is followed by new bytes only and written to
 the episode's trace file as it arrives, so a crash of ours loses nothing already received
 and the viewer can follow the same file.
 
 The built-in driver reproduces what opencode_env does in the environment's configuration
-(opencode.json from :mod:`opencode_config`, the agent's shell line, HOME ``/root``).
+(opencode.json from :mod:`opencode_config`, the agent's shell line, HOME ``/root``); with
+``--harness opencode-env``, opencode_env's own factory sets the sandbox up and starts the agent
+(:mod:`opencode_env_harness`), and everything after that is shared.
 Blocking by design: the app runs :meth:`Episode.run` in a worker thread and calls
 :meth:`Episode.cancel` from the UI thread.
 """
@@ -19,15 +21,24 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
 
-from smoldata_tui.session.export import RecoveredCall, export_session, first_session_id, unfinished_calls
+from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the screens import them from here
+    BACKENDS,
+    OPENCODE_ENV_STAGES,
+    REMOTE_STAGES,
+    STAGES,
+    EpisodeFailed,
+    EpisodeObserver,
+    EpisodeResult,
+    EpisodeSpec,
+    new_run_dir,
+    now_utc,
+    stages_for,
+)
+from smoldata_tui.session.export import export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
 from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, save_metadata
-from smoldata_tui.session.model_endpoint import ModelEndpoint
 from smoldata_tui.session.opencode_config import (
     agent_command,
     agent_environment,
@@ -39,89 +50,32 @@ from smoldata_tui.session.opencode_config import (
     redacted,
     setup_shell,
 )
-from smoldata_tui.session.opencode_install import DEFAULT_OPENCODE_VERSION, resolve_opencode
+from smoldata_tui.session.opencode_install import resolve_opencode
+from smoldata_tui.session.opencode_env_harness import (
+    PROXY_TRACE_NAME,
+    HarnessUnavailable,
+    ImageLikeBackend,
+    agent_job,
+    environment_config,
+    install_folders_command,
+    open_session,
+    require_opencode_env,
+)
+from smoldata_tui.session.placement import (
+    HOME,
+    create_daytona,
+    create_local,
+    create_local_like_image,
+    place_opencode,
+    sandbox_record,
+)
+from smoldata_tui.session.proxy_trace import summary_line, turn_of
 from smoldata_tui.session.secret_scrub import SecretScrubber
-from smoldata_tui.session.placement import HOME, create_daytona, create_local, place_opencode
-from smoldata_tui.tasks import GradeResult, Task, grade_answer, stage_task
+from smoldata_tui.tasks import GradeResult, grade_answer, stage_task
+from smoldata_tui.tasks.grade import to_verify_result
 from smoldata_tui.trace.text import clip
 
 POLL_S = 0.02  # how often the log is polled while the agent runs: a stat and a pidfd wait
-STAGES = ("install OpenCode", "create sandbox", "stage task", "agent running", "recover calls", "grading")
-# A remote sandbox exists before OpenCode can be looked for (and skipped) in its image.
-REMOTE_STAGES = ("create sandbox", "install OpenCode", "stage task", "agent running", "recover calls", "grading")
-BACKENDS = ("local", "daytona")
-
-
-def stages_for(backend: str) -> tuple[str, ...]:
-    return STAGES if backend == "local" else REMOTE_STAGES
-
-
-class EpisodeObserver(Protocol):
-    """What the runner reports; called from the runner's thread."""
-
-    def opened(self, trace_path: Path) -> None:
-        """The episode's trace file exists (empty); the agent's log will be appended to it."""
-
-    def stage(self, name: str, state: str, elapsed_s: float, message: str = "") -> None:
-        """``state``: started / progress / done / failed / skipped."""
-
-    def received(self, data: bytes) -> None:
-        """New bytes of the agent's log, in order, already saved to the trace file."""
-
-
-class EpisodeFailed(RuntimeError):
-    """Infrastructure failed (not the agent): the stage and the reason, for one clear line."""
-
-    def __init__(self, stage: str, reason: str) -> None:
-        super().__init__(f"{stage}: {reason}")
-        self.stage = stage
-        self.reason = reason
-
-
-@dataclass
-class EpisodeSpec:
-    task: Task
-    endpoint: ModelEndpoint
-    backend: str = "local"
-    timeout_s: float = 600.0
-    save_dir: Path = Path("runs")
-    opencode_version: str = DEFAULT_OPENCODE_VERSION
-    opencode_bin: str | None = None
-    harness: str = "builtin"
-    daytona: object | None = None  # DaytonaSettings for backend "daytona" (None: from the environment)
-
-
-@dataclass
-class EpisodeResult:
-    trace_path: Path
-    metadata_path: Path
-    metadata: EpisodeMetadata
-    status: str  # finished / timeout / cancelled / killed / error
-    exit_code: int | None = None
-    grade: GradeResult | None = None
-    recovered: list[RecoveredCall] = field(default_factory=list)
-    divergences: list[dict] = field(default_factory=list)
-    error: EpisodeFailed | None = None
-
-    @property
-    def graded(self) -> bool:
-        return self.grade is not None
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def new_run_dir(save_dir: Path, task_name: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    for attempt in range(1000):
-        run_dir = save_dir / (f"{stamp}-{task_name}" + ("" if attempt == 0 else f"-{attempt}"))
-        try:
-            run_dir.mkdir(parents=True)
-            return run_dir
-        except FileExistsError:
-            continue
-    raise EpisodeFailed("saving", f"cannot make a new run folder in {save_dir}")
 
 
 class Episode:
@@ -130,6 +84,7 @@ class Episode:
         self.observer = observer
         self._cancel = threading.Event()
         self._sandbox = None
+        self._session = None  # opencode_env's OpenCodeSession, with --harness opencode-env
         self._opencode = "opencode"  # how the agent command names the binary inside the sandbox
         self.run_dir: Path | None = None
         endpoint = spec.endpoint
@@ -156,7 +111,7 @@ class Episode:
             model=spec.endpoint.label,
             harness=spec.harness,
             opencode_version=spec.opencode_version,
-            started_at=_now(),
+            started_at=now_utc(),
             status="running",
             trace=trace_path.name,
             config=redacted(self._opencode_json),
@@ -180,19 +135,19 @@ class Episode:
     def _run_stages(self, result: EpisodeResult) -> None:
         spec = self.spec
         metadata = {"app": "smoldata-tui", "task": spec.task.name, "run": self.run_dir.name}
-        if spec.backend == "local":
+        if spec.harness == "opencode-env":
+            self._open_with_opencode_env(result, metadata)
+        elif spec.backend == "local":
             with self._stage("install OpenCode", result) as say:
                 binary = resolve_opencode(spec.opencode_bin, spec.opencode_version, progress=say)
             with self._stage("create sandbox", result):
                 self._sandbox, self._opencode = create_local(binary, timeout_s=spec.timeout_s, metadata=metadata)
-                result.metadata.sandbox = {"id": self._sandbox.sandbox_id}
+                result.metadata.sandbox = sandbox_record(self._sandbox)
         elif spec.backend == "daytona":
             with self._stage("create sandbox", result) as say:
                 self._sandbox = create_daytona(spec.daytona, timeout_s=spec.timeout_s, metadata=metadata,
                                                progress=say, cancel=self._cancel)  # fmt: skip
-                settings = self._sandbox._settings
-                result.metadata.sandbox = {"id": self._sandbox.sandbox_id, "name": self._sandbox.name,
-                                           "source": settings.source}  # fmt: skip
+                result.metadata.sandbox = sandbox_record(self._sandbox)
             with self._stage("install OpenCode", result) as say:
                 self._opencode = place_opencode(self._sandbox, version=spec.opencode_version,
                                                 opencode_bin=spec.opencode_bin, progress=say)  # fmt: skip
@@ -201,7 +156,8 @@ class Episode:
         with self._stage("stage task", result) as say:
             files = stage_task(self._sandbox, spec.task, progress=say)
             say(f"{files} input file{'s' if files != 1 else ''} in /home/user/input")
-            self._write_agent_files()
+            if self._session is None:  # opencode_env wrote its own
+                self._write_agent_files()
         with self._stage("agent running", result) as say:
             self._run_agent(result, say)
         with self._stage("recover calls", result) as say:
@@ -213,6 +169,41 @@ class Episode:
             result.grade = grade_answer(self._sandbox, spec.task)
             say(_grade_line(result.grade))
 
+    def _open_with_opencode_env(self, result: EpisodeResult, metadata: dict[str, str]) -> None:
+        """opencode_env's factory sets the sandbox up; each sandbox it asks for is made (and
+        tracked, for release) inside the "create sandbox" stage."""
+        spec, endpoint = self.spec, self.spec.endpoint
+        try:
+            require_opencode_env()
+        except HarnessUnavailable as exc:
+            raise EpisodeFailed("opencode_env setup", str(exc)) from None
+
+        def create_sandbox(timeout_s, _envs, _metadata):
+            with self._stage("create sandbox", result) as say:
+                if spec.backend == "local":
+                    binary = resolve_opencode(spec.opencode_bin, spec.opencode_version, progress=say)
+                    self._sandbox = create_local_like_image(binary, timeout_s=timeout_s, metadata=metadata)
+                else:
+                    self._sandbox = create_daytona(spec.daytona, timeout_s=spec.timeout_s, metadata=metadata,
+                                                   progress=say, cancel=self._cancel)  # fmt: skip
+                    place_opencode(self._sandbox, version=spec.opencode_version, opencode_bin=spec.opencode_bin,
+                                   progress=say)  # fmt: skip
+                self._sandbox.exec(install_folders_command(), timeout=60)
+                result.metadata.sandbox = sandbox_record(self._sandbox)
+            return self._sandbox
+
+        config = environment_config(base_url=endpoint.base_url, api_key=endpoint.api_key, model=endpoint.model,
+                                    opencode_version=spec.opencode_version, agent_timeout_s=spec.timeout_s)  # fmt: skip
+        result.metadata.config = redacted(config.model_dump())
+
+        def verify(sandbox, _task):  # the environment's verifier; the runner grades with the same code
+            return to_verify_result(grade_answer(sandbox, spec.task))
+
+        with self._stage("opencode_env setup", result) as say:
+            say("opencode_env: sandbox, install check, opencode.json, setup shell, logging proxy")
+            self._session = open_session(config, ImageLikeBackend(create_sandbox), verify,
+                                         instruction=spec.task.instruction, folder=str(spec.task.folder))  # fmt: skip
+
     def _write_agent_files(self) -> None:
         spec, sandbox = self.spec, self._sandbox
         sandbox.write_text(config_path(HOME), opencode_json_text(self._opencode_json))
@@ -223,8 +214,11 @@ class Episode:
 
     def _run_agent(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
         sandbox = self._sandbox
-        command = agent_command(HOME, opencode=self._opencode)
-        job = sandbox.start_bg(command, envs=agent_environment(HOME))
+        if self._session is not None:
+            self._session.start_agent()
+            job = agent_job(self._session)
+        else:
+            job = sandbox.start_bg(agent_command(HOME, opencode=self._opencode), envs=agent_environment(HOME))
         follower = LogFollower(sandbox, agent_log_path(HOME), result.trace_path, self.observer.received, self._scrubber)
         deadline = time.monotonic() + self.spec.timeout_s
         stopped_by_us = None
@@ -262,6 +256,8 @@ class Episode:
         say(f"agent ended: {result.status}, exit code {result.exit_code}, {follower.offset} bytes of log")
 
     def _recover(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
+        if self._session is not None:
+            self._save_proxy_trace(result, say)
         session_id = first_session_id(result.trace_path)
         if session_id is None:
             say("no sessionID in the log: nothing to recover")
@@ -273,6 +269,22 @@ class Episode:
             return
         result.recovered = unfinished_calls(export)
         say(f"{len(result.recovered)} unfinished call(s) recovered from opencode export")
+
+    def _save_proxy_trace(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
+        """opencode_env's per-turn proxy records, beside the trace (secrets masked)."""
+        try:
+            records = self._session.fetch_proxy_trace()
+        except Exception as exc:  # noqa: BLE001 - the episode stands without it
+            say(f"proxy trace unreadable: {type(exc).__name__}: {exc}")
+            return
+        if not records:
+            say("no proxy trace")
+            return
+        path = result.trace_path.with_name(PROXY_TRACE_NAME)
+        lines = (self._scrubber.text(json.dumps(record, ensure_ascii=False, default=str)) for record in records)
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        result.metadata.proxy_trace = path.name
+        say(summary_line([turn_of(record) for record in records if isinstance(record, dict)]))
 
     # --- bookkeeping ------------------------------------------------------------------------
     @contextmanager
@@ -302,6 +314,12 @@ class Episode:
         observer.stage(name, "done", time.monotonic() - started)
 
     def _release(self, result: EpisodeResult) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            try:
+                session.close()  # opencode_env ends the agent, its proxy and the sandbox
+            except Exception as exc:  # noqa: BLE001 - the sandbox is killed below anyway
+                self.observer.stage("release sandbox", "failed", 0.0, clip(f"opencode_env close: {exc}", 300))
         sandbox, self._sandbox = self._sandbox, None
         if sandbox is not None:
             try:
@@ -316,7 +334,7 @@ class Episode:
         metadata = result.metadata
         metadata.status = result.status
         metadata.exit_code = result.exit_code
-        metadata.finished_at = _now()
+        metadata.finished_at = now_utc()
         metadata.recovered_calls = [call.to_json() for call in result.recovered]
         if result.grade is not None:
             metadata.grade = Grade(

@@ -156,6 +156,7 @@ class EpisodeMetadata:
     # Where it ran: {id, name, source} for a remote sandbox, and ``transfer`` {log_bytes,
     # wire_bytes}: what following the agent's log cost on the network.
     sandbox: dict = field(default_factory=dict)
+    proxy_trace: str | None = None  # opencode_env's per-turn proxy records, beside the trace
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict:
@@ -177,6 +178,7 @@ class EpisodeMetadata:
             "config": redact(self.config),
             "recovered_calls": list(self.recovered_calls),
             "sandbox": redact(self.sandbox),
+            "proxy_trace": self.proxy_trace,
         }
 
     @property
@@ -312,6 +314,7 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         trace=reader.text("trace"),
         recovered_calls=_recovered_calls(data, problems),
         sandbox=_object(data, "sandbox", problems),
+        proxy_trace=reader.text("proxy_trace"),
         schema_version=version,
     )
 

@@ -34,6 +34,29 @@ def create_local(binary: Path, *, timeout_s: float, metadata: dict[str, str]) ->
     return backend.create(timeout_s=timeout_s + 600, metadata=metadata), opencode
 
 
+def create_local_like_image(binary: Path, *, timeout_s: float, metadata: dict[str, str]):
+    """A local sandbox as opencode_env expects the environment's image: OpenCode at
+    ``/root/.opencode/bin/opencode``, a ``python`` with the proxy's packages, and ``/root/workdir``
+    an empty folder for the environment's setup shell to replace with a link."""
+    from smoldata_tui.sandbox import LocalSandboxBackend
+    from smoldata_tui.sandbox.host_python import host_python_binds, host_python_path
+
+    if binary.name != "opencode":
+        raise RuntimeError(f"opencode_env runs {OPENCODE_IN_HOME}: --opencode-bin must name a file called opencode")
+    backend = LocalSandboxBackend(binds=[(binary.parent, f"{HOME}/.opencode/bin"), *host_python_binds()],
+                                  link_workdir=False)  # fmt: skip
+    return backend.create(timeout_s=timeout_s, metadata=metadata, envs={"PATH": host_python_path()})
+
+
+def sandbox_record(sandbox) -> dict[str, str]:
+    """Where the episode ran, for ``run.meta.json``: the id, and a remote sandbox's name and source."""
+    record = {"id": sandbox.sandbox_id}
+    settings = getattr(sandbox, "_settings", None)
+    if settings is not None:
+        record.update(name=sandbox.name, source=settings.source)
+    return record
+
+
 def create_daytona(settings, *, timeout_s: float, metadata: dict[str, str], progress: Progress,
                    cancel: threading.Event):  # fmt: skip
     from smoldata_tui.sandbox.daytona import DaytonaSandboxBackend

@@ -8,8 +8,6 @@ own (in parallel) is put back together with :meth:`FindingsCollector.merge`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from smoldata_tui.trace.call_checks import CallChecks
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.steps import StepTracker, message_id_of_part

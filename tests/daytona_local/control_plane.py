@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from smoldata_tui.sandbox.host_python import host_python_path
 from smoldata_tui.sandbox import SandboxError
 from tests.daytona_local.builds import ImageBuild
 from tests.daytona_local.state import SandboxRecord, base_image, error_response, now_iso, sandbox_json
@@ -112,7 +113,10 @@ class ControlPlane:
         with_opencode = bool(params.get("snapshot")) or base_image(params) in self.server.images_with_opencode
         backend = self.server.backend(with_opencode)
         ttl_minutes = params.get("ttlMinutes") or 0
-        return backend.create(timeout_s=ttl_minutes * 60 or None, envs=dict(params.get("env") or {}),
+        # Like the environment's data-agent image, every sandbox has a Python with the packages
+        # opencode_env's logging proxy needs (the host's interpreter, bound read-only).
+        envs = {"PATH": host_python_path(), **dict(params.get("env") or {})}
+        return backend.create(timeout_s=ttl_minutes * 60 or None, envs=envs,
                               metadata={"daytona_name": params.get("name") or ""})  # fmt: skip
 
     async def get(self, request: web.Request) -> web.Response:

@@ -20,6 +20,7 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from smoldata_tui.sandbox.host_python import host_python_binds
 from smoldata_tui.sandbox import LocalSandboxBackend
 from tests.daytona_local import builds, control_plane, toolbox, toolbox_files
 from tests.daytona_local.builds import Builds
@@ -137,6 +138,7 @@ class LocalDaytona:
         with self.state.lock:
             if with_opencode not in self._backends:
                 binds = [(self.opencode_bin_dir, OPENCODE_BIN)] if with_opencode else []
+                binds += host_python_binds()
                 self._backends[with_opencode] = LocalSandboxBackend(
                     binds=binds, base_dir=self.sandbox_base_dir, link_workdir=False
                 )

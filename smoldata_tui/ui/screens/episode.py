@@ -190,7 +190,8 @@ class EpisodeScreen(Screen[None]):
     @on(TraceFollower.MetadataChanged)
     def _metadata(self, message: TraceFollower.MetadataChanged) -> None:
         self.metadata = message.metadata
-        self.query_one(EpisodePanel).set_metadata(message.metadata, metadata_path_for(self.path).name, message.problems)
+        self.query_one(EpisodePanel).set_metadata(message.metadata, metadata_path_for(self.path).name, message.problems,
+                                                  folder=self.path.parent)  # fmt: skip
         graded = message.metadata is not None and message.metadata.grade is not None
         self._label_tab("episode", "Grade" if graded else "Episode")
         for problem in message.problems:

@@ -17,6 +17,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
 
 from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, has_api_key
+from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.session.episode import EpisodeSpec
 from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.tasks import Task, TaskError, load_task_set
@@ -129,8 +130,10 @@ class LaunchForm(ModalScreen[None]):
             yield Label("timeout, seconds")
             yield Input("600", id="timeout", type="number")
             yield Label("harness")
-            yield Select([("built-in driver (opencode_env's configuration)", "builtin")], value="builtin",
-                         allow_blank=False, id="harness")  # fmt: skip
+            harnesses = [("built-in driver (opencode_env's configuration)", "builtin")]
+            if opencode_env_available():
+                harnesses.append(("opencode_env's OpenCodeSessionFactory, with its logging proxy", "opencode-env"))
+            yield Select(harnesses, value="builtin", allow_blank=False, id="harness")
             yield Static("", id="launch-error")
             with Horizontal():
                 yield Button("Run", id="run", variant="primary")
@@ -168,7 +171,9 @@ class LaunchForm(ModalScreen[None]):
         except EndpointError as exc:
             self._error(str(exc))
             return
-        spec = EpisodeSpec(task=self.launch_task, endpoint=endpoint, backend=backend, timeout_s=timeout, save_dir=self.runs)
+        harness = str(self.query_one("#harness", Select).value)
+        spec = EpisodeSpec(task=self.launch_task, endpoint=endpoint, backend=backend, timeout_s=timeout,
+                           save_dir=self.runs, harness=harness)  # fmt: skip
         from smoldata_tui.ui.screens.live import LiveScreen
 
         self.dismiss(None)

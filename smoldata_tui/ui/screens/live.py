@@ -99,7 +99,7 @@ class LiveScreen(Screen[None]):
     def __init__(self, spec: EpisodeSpec) -> None:
         super().__init__()
         self.spec = spec
-        self.stages = stages_for(spec.backend)
+        self.stages = stages_for(spec.backend, spec.harness)
         self.episode = Episode(spec, _Observer(self))
         self.trace_path: Path | None = None
         self.result: EpisodeResult | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -10,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.session.proxy_trace import ProxyTurn, load_proxy_trace, summary_line
 from smoldata_tui.trace.text import clip, neutralize
 
 
@@ -92,11 +94,45 @@ def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: li
     return text
 
 
+def proxy_text(turns: list[ProxyTurn], problems: list[str], name: str) -> Text:
+    """opencode_env's proxy trace: one row per model call, and the totals."""
+    text = Text()
+    text.append("\nModel calls (opencode_env proxy trace)\n", "bold underline")
+    text.append(neutralize(summary_line(turns), keep_newlines=False) + f"  [{neutralize(name)}]\n", "dim")
+    text.append(f"{'turn':>4} {'kind':<5} {'finish':<11} {'tokens':>7} {'mean lp':>8} {'min lp':>8} {'latency':>8}\n", "bold")
+    for turn in turns:
+        row = (f"{turn.turn if turn.turn is not None else '?':>4} {'agent' if turn.with_tools else 'side':<5} "
+               f"{clip(turn.finish_reason or '-', 11):<11} {turn.completion_tokens if turn.completion_tokens is not None else '-':>7} "
+               f"{_float(turn.mean_logprob, '.3f'):>8} {_float(turn.min_logprob, '.3f'):>8} {_float(turn.latency_s, '.2f', ' s'):>8}\n")  # fmt: skip
+        text.append(row, "red" if turn.upstream_error else "")
+        if turn.upstream_error:
+            text.append(f"     upstream error: {neutralize(turn.upstream_error, keep_newlines=False)}\n", "red")
+    for problem in problems:
+        text.append(f"! {neutralize(problem, keep_newlines=False)}\n", "yellow")
+    return text
+
+
+def _float(value: float | None, spec: str, unit: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{unit}"
+
+
 class EpisodePanel(VerticalScroll):
     DEFAULT_CSS = "EpisodePanel { padding: 0 1; } EpisodePanel > Static { height: auto; }"
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Looking for the episode metadata…", "dim"), id="episode-text")
 
-    def set_metadata(self, metadata: EpisodeMetadata | None, meta_name: str, problems: list[str]) -> None:
-        self.query_one("#episode-text", Static).update(metadata_text(metadata, meta_name, problems))
+    def set_metadata(self, metadata: EpisodeMetadata | None, meta_name: str, problems: list[str],
+                     folder: Path | None = None) -> None:  # fmt: skip
+        shown = metadata_text(metadata, meta_name, problems)
+        self.query_one("#episode-text", Static).update(shown)
+        if metadata is not None and metadata.proxy_trace and folder is not None:
+            # A proxy trace holds every request body: read it off the UI thread.
+            path = folder / Path(metadata.proxy_trace).name
+            self.run_worker(lambda: self._load_proxy(shown, path), thread=True, exclusive=True, group="proxy")
+
+    def _load_proxy(self, shown: Text, path: Path) -> None:
+        turns, problems = load_proxy_trace(path)
+        combined = shown.copy()
+        combined.append_text(proxy_text(turns, problems, path.name))
+        self.app.call_from_thread(self.query_one("#episode-text", Static).update, combined)

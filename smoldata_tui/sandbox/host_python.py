@@ -1,0 +1,47 @@
+"""The host's Python inside a local sandbox, for opencode_env's logging proxy.
+
+opencode_env starts its proxy with ``python interception.py`` (FastAPI, uvicorn, httpx) and first
+runs ``pip install`` for them; the environment's image has such a Python, a local sandbox only has
+the host's read-only system directories. This binds the interpreter smoldata-tui runs on (which
+has those packages: they come with openenv and daytona) read-only at its own path, and puts
+``python``/``python3`` first on PATH through a small folder of links, so the proxy's install finds
+everything satisfied and the proxy runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+SHIM_IN_SANDBOX = "/opt/smoldata-python/bin"
+_SYSTEM_PREFIXES = ("/usr/", "/bin/", "/lib", "/opt/", "/etc/")
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _shim_dir() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(cache, "smoldata-tui", "python-shim", f"{os.getuid()}-{abs(hash(sys.executable)) % 10**8}")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("python", "python3"):
+        link = folder / name
+        if not (link.is_symlink() and os.readlink(link) == sys.executable):
+            tmp = folder / f".{name}.{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(sys.executable)
+            tmp.replace(link)
+    return folder
+
+
+def host_python_binds() -> list[tuple[Path, str]]:
+    """Read-only binds that make the host interpreter runnable in the sandbox as ``python``."""
+    binds: list[tuple[Path, str]] = [(_shim_dir(), SHIM_IN_SANDBOX)]
+    for prefix in sorted({sys.base_prefix, sys.prefix}):
+        if not (prefix + "/").startswith(_SYSTEM_PREFIXES):  # system prefixes are bound already
+            binds.append((Path(prefix), prefix))
+    return binds
+
+
+def host_python_path(base: str = DEFAULT_PATH) -> str:
+    """PATH for the sandbox's commands: the shim first (and the interpreter's own bin)."""
+    return ":".join([SHIM_IN_SANDBOX, os.path.dirname(sys.executable), base])

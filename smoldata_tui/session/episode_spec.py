@@ -1,0 +1,96 @@
+"""What an episode is asked to do and what it reports: the spec, the result, the stages (their
+order per backend and harness), and where its files go. Shared by the runner and the screens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Protocol
+
+from smoldata_tui.session.export import RecoveredCall
+from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.session.model_endpoint import ModelEndpoint
+from smoldata_tui.session.opencode_install import DEFAULT_OPENCODE_VERSION
+from smoldata_tui.tasks import GradeResult, Task
+
+STAGES = ("install OpenCode", "create sandbox", "stage task", "agent running", "recover calls", "grading")
+# A remote sandbox exists before OpenCode can be looked for (and skipped) in its image.
+REMOTE_STAGES = ("create sandbox", "install OpenCode", "stage task", "agent running", "recover calls", "grading")
+# opencode_env's factory makes the sandbox inside its own setup (install check, config, proxy).
+OPENCODE_ENV_STAGES = ("opencode_env setup", "create sandbox", "stage task", "agent running", "recover calls", "grading")
+BACKENDS = ("local", "daytona")
+
+
+def stages_for(backend: str, harness: str = "builtin") -> tuple[str, ...]:
+    if harness == "opencode-env":
+        return OPENCODE_ENV_STAGES
+    return STAGES if backend == "local" else REMOTE_STAGES
+
+
+class EpisodeObserver(Protocol):
+    """What the runner reports; called from the runner's thread."""
+
+    def opened(self, trace_path: Path) -> None:
+        """The episode's trace file exists (empty); the agent's log will be appended to it."""
+
+    def stage(self, name: str, state: str, elapsed_s: float, message: str = "") -> None:
+        """``state``: started / progress / done / failed / skipped."""
+
+    def received(self, data: bytes) -> None:
+        """New bytes of the agent's log, in order, already saved to the trace file."""
+
+
+class EpisodeFailed(RuntimeError):
+    """Infrastructure failed (not the agent): the stage and the reason, for one clear line."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(f"{stage}: {reason}")
+        self.stage = stage
+        self.reason = reason
+
+
+@dataclass
+class EpisodeSpec:
+    task: Task
+    endpoint: ModelEndpoint
+    backend: str = "local"
+    timeout_s: float = 600.0
+    save_dir: Path = Path("runs")
+    opencode_version: str = DEFAULT_OPENCODE_VERSION
+    opencode_bin: str | None = None
+    harness: str = "builtin"
+    daytona: object | None = None  # DaytonaSettings for backend "daytona" (None: from the environment)
+
+
+@dataclass
+class EpisodeResult:
+    trace_path: Path
+    metadata_path: Path
+    metadata: EpisodeMetadata
+    status: str  # finished / timeout / cancelled / killed / error
+    exit_code: int | None = None
+    grade: GradeResult | None = None
+    recovered: list[RecoveredCall] = field(default_factory=list)
+    divergences: list[dict] = field(default_factory=list)
+    error: EpisodeFailed | None = None
+
+    @property
+    def graded(self) -> bool:
+        return self.grade is not None
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_dir(save_dir: Path, task_name: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    for attempt in range(1000):
+        run_dir = save_dir / (f"{stamp}-{task_name}" + ("" if attempt == 0 else f"-{attempt}"))
+        try:
+            run_dir.mkdir(parents=True)
+            return run_dir
+        except FileExistsError:
+            continue
+    raise EpisodeFailed("saving", f"cannot make a new run folder in {save_dir}")

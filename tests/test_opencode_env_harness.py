@@ -1,0 +1,128 @@
+"""``--harness opencode-env``: opencode_env's own OpenCodeSessionFactory, in the environment's
+configuration (transparent proxy mode), on our local and Daytona backends, with the real OpenCode
+and the replay model. opencode_env is not on PyPI: these tests run where it is installed and are
+skipped elsewhere (the issue asks exactly that). The proxy-trace reader is tested everywhere."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from smoldata_tui.session.episode import OPENCODE_ENV_STAGES, Episode, EpisodeSpec
+from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.session.opencode_env_harness import opencode_env_available
+from smoldata_tui.session.proxy_trace import load_proxy_trace, summary_line
+from smoldata_tui.sandbox.daytona import DaytonaSettings
+from smoldata_tui.tasks import default_task_root, load_task
+from smoldata_tui.trace import analyze_bytes, analyze_path
+
+from .conftest import SAMPLES
+from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_local import Recorder, processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
+
+needs_opencode_env = pytest.mark.skipif(not opencode_env_available(), reason="opencode_env is not installed")
+PASSING = SAMPLES / "clean_pass.jsonl"
+SECRET = "sk-proxy-test-5e1d9c7b3a"
+
+
+def run_harness(tmp_path: Path, backend: str) -> tuple:
+    endpoint = open_endpoint(model=f"replay:{PASSING}")
+    endpoint.api_key = SECRET  # opencode_env hands the key to its proxy and the agent's environment
+    spec = EpisodeSpec(task=load_task(default_task_root() / "sales-top-region"), endpoint=endpoint, backend=backend,
+                       timeout_s=120, save_dir=tmp_path / "runs", harness="opencode-env",
+                       daytona=DaytonaSettings(keepalive_s=0.5, retry_budget_s=30))  # fmt: skip
+    recorder = Recorder()
+    return Episode(spec, recorder).run(), recorder
+
+
+def check_episode(result, recorder) -> None:
+    assert result.error is None, result.error
+    assert result.status == "finished" and result.grade.env_reward == 1.0
+    live = analyze_bytes(result.trace_path.read_bytes())[0]
+    assert live.verdict.native_tool_calls == analyze_path(PASSING)[0].verdict.native_tool_calls == 3
+    done = [name for name, state, _ in recorder.stages if state == "done"]
+    # The sandbox is made (and done) inside opencode_env's setup, which the stage table lists first.
+    assert done == ["create sandbox", "opencode_env setup", *OPENCODE_ENV_STAGES[2:]]
+    metadata = json.loads(result.metadata_path.read_text())
+    assert metadata["harness"] == "opencode-env" and metadata["proxy_trace"] == "run.proxy.jsonl"
+    assert "api_key" not in metadata["config"] and metadata["config"]["proxy_max_tokens_cap"] == 4096
+    assert metadata["config"]["extra_setup_shell"].startswith("mkdir -p /workdir && rmdir /root/workdir")
+    # The proxy saw every model call: the agent's turns carry tools, and the tokens are counted.
+    turns, problems = load_proxy_trace(result.trace_path.with_name("run.proxy.jsonl"))
+    assert problems == [] and sum(turn.with_tools for turn in turns) == 4
+    assert sum(turn.completion_tokens or 0 for turn in turns) > 0
+    assert any(message.startswith("proxy trace: ") for _, _, message in recorder.stages)
+    for path in result.trace_path.parent.iterdir():
+        assert SECRET not in path.read_text(errors="replace"), path
+    assert processes_matching("interception.py") == []  # the proxy ended with the sandbox
+
+
+@needs_opencode_env
+def test_opencode_env_drives_a_local_episode_with_its_proxy(tmp_path, sandboxes, opencode_bin):
+    result, recorder = run_harness(tmp_path, "local")
+    check_episode(result, recorder)
+    assert sandbox_dirs(sandboxes) == []
+
+
+@needs_opencode_env
+def test_opencode_env_drives_a_daytona_episode_with_its_proxy(tmp_path, local_daytona, opencode_bin):
+    result, recorder = run_harness(tmp_path, "daytona")
+    check_episode(result, recorder)
+    assert local_daytona.sandbox_ids() == []
+
+
+@pytest.mark.skipif(opencode_env_available(), reason="opencode_env is installed here")
+def test_without_opencode_env_the_harness_is_a_clear_usage_error(cli):
+    done = cli("run", "--task", "sales-top-region", "--harness", "opencode-env", "--model", f"replay:{PASSING}", "--headless")
+    assert done.returncode == 2 and "opencode_env" in done.stderr and "pip install" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_proxy_trace_reader_summarises_turns_and_survives_bad_lines(tmp_path):
+    records = [
+        {"turn": 1, "request": {"messages": []}, "response": {"usage": {"completion_tokens": 7}}, "finish_reason": "stop",
+         "completion_tokens": 0, "per_token_logps": [], "latency_s": 0.2},
+        {"turn": 2, "request": {"tools": [{"type": "function"}]}, "response": {"usage": {"prompt_tokens": 900}},
+         "finish_reason": "tool_calls", "completion_tokens": 3, "per_token_logps": [-0.5, -1.5, -0.1], "latency_s": 1.25},
+        {"turn": 3, "request": {"tools": [{}]}, "response": {"choices": [], "upstream_status": 502,
+         "upstream_error": "bad gateway"}, "logprobs": [{"logprob": -2.0}], "latency_s": "slow"},
+    ]  # fmt: skip
+    path = tmp_path / "run.proxy.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n{not json\n[1]\n", encoding="utf-8")
+    turns, problems = load_proxy_trace(path)
+    assert [t.turn for t in turns] == [1, 2, 3] and [t.with_tools for t in turns] == [False, True, True]
+    assert [t.completion_tokens for t in turns] == [7, 3, None]  # the proxy's count, else the usage
+    assert turns[1].mean_logprob == pytest.approx(-0.7) and turns[1].min_logprob == -1.5
+    assert turns[2].mean_logprob == -2.0 and turns[2].latency_s is None and "bad gateway" in turns[2].upstream_error
+    assert len(problems) == 2 and "line 4" in problems[0] and "line 5" in problems[1]
+    assert summary_line(turns) == ("proxy trace: 3 turn(s), 2 with tools, 10 completion tokens, "
+                                   "mean logprob -1.350, 1 upstream error(s)")  # fmt: skip
+    assert load_proxy_trace(tmp_path / "missing.jsonl")[1]
+
+
+async def test_the_viewer_shows_the_proxy_trace_beside_the_timeline(tmp_path):
+    from .test_ui_helpers import loaded, replay_app, screen_lines
+
+    shutil.copy(PASSING, tmp_path / "run.jsonl")
+    meta = {"format": "smoldata-episode", "schema_version": 1, "trace": "run.jsonl", "task": "sales-top-region",
+            "harness": "opencode-env", "status": "finished", "proxy_trace": "run.proxy.jsonl"}  # fmt: skip
+    (tmp_path / "run.meta.json").write_text(json.dumps(meta))
+    records = [{"turn": n, "request": {"tools": [{}]} if n > 1 else {}, "response": {"usage": {"completion_tokens": 10 * n}},
+                "finish_reason": "tool_calls" if n < 4 else "stop", "per_token_logps": [-0.25, -0.75],
+                "latency_s": 0.5} for n in range(1, 5)]  # fmt: skip
+    records[2]["response"]["upstream_error"] = "upstream \x1b[31mtimeout"
+    (tmp_path / "run.proxy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    app = replay_app(tmp_path / "run.jsonl")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await loaded(pilot)
+        await pilot.press("4")  # the episode tab
+        await pilot.pause(0.5)
+        shown = "\n".join(screen_lines(app))
+    assert "Model calls (opencode_env proxy trace)" in shown
+    assert "4 turn(s), 3 with tools, 100 completion tokens," in shown and "mean logprob -0.500, 1 upstream error(s)" in shown
+    assert "3 agent tool_calls       30   -0.500   -0.750   0.50 s" in shown
+    assert "upstream error: upstream ␛[31mtimeout" in shown  # agent-side text is inert
