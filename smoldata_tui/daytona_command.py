@@ -7,7 +7,6 @@ import sys
 from typing import TextIO
 
 from smoldata_tui.sandbox.daytona import DaytonaCredentialsMissing, DaytonaSandboxBackend, SandboxInfo, has_api_key
-from smoldata_tui.sandbox.daytona.settings import owner
 from smoldata_tui.sandbox.errors import SandboxError
 
 
@@ -30,17 +29,18 @@ def run_daytona_cli(args, out: TextIO | None = None, err: TextIO | None = None) 
     return _collect(backend, sandboxes, out, err, yes=args.yes, all_owners=args.all_owners)
 
 
-def _why_kept(sandbox: SandboxInfo, me: str, all_owners: bool) -> str | None:
+def _why_kept(sandbox: SandboxInfo, all_owners: bool) -> str | None:
     pid = sandbox.live_pid
     if pid is not None:
         return f"live run (pid {pid})"
-    if sandbox.owner != me and not all_owners:
+    if sandbox.being_made:
+        return f"still being created ({sandbox.state})"
+    if not sandbox.mine and not all_owners:
         return f"owned by {sandbox.owner or 'nobody'} (use --all-owners)"
     return None
 
 
 def _list(sandboxes: list[SandboxInfo], out: TextIO, *, as_json: bool) -> int:
-    me = owner()
     if as_json:
         for sandbox in sandboxes:
             row = {"id": sandbox.id, "name": sandbox.name, "state": sandbox.state, "labels": sandbox.labels,
@@ -53,7 +53,7 @@ def _list(sandboxes: list[SandboxInfo], out: TextIO, *, as_json: bool) -> int:
     rows = [("ID", "NAME", "STATE", "TASK", "RUN", "OWNER", "IN USE BY")]
     for sandbox in sandboxes:
         pid = sandbox.live_pid
-        use = f"pid {pid}" if pid is not None else ("-" if sandbox.owner == me else "other owner")
+        use = f"pid {pid}" if pid is not None else ("-" if sandbox.mine else "other owner")
         rows.append((sandbox.id, sandbox.name, sandbox.state, sandbox.labels.get("task", ""),
                      sandbox.labels.get("run", ""), sandbox.owner, use))  # fmt: skip
     widths = [max(len(_safe(row[i])) for row in rows) for i in range(len(rows[0]))]
@@ -64,10 +64,9 @@ def _list(sandboxes: list[SandboxInfo], out: TextIO, *, as_json: bool) -> int:
 
 def _collect(backend: DaytonaSandboxBackend, sandboxes: list[SandboxInfo], out: TextIO, err: TextIO,
              *, yes: bool, all_owners: bool) -> int:  # fmt: skip
-    me = owner()
     doomed = []
     for sandbox in sandboxes:
-        reason = _why_kept(sandbox, me, all_owners)
+        reason = _why_kept(sandbox, all_owners)
         if reason:
             print(f"keeping {_safe(sandbox.id)} ({_safe(sandbox.name)}): {reason}", file=out)
         else:
@@ -85,6 +84,8 @@ def _collect(backend: DaytonaSandboxBackend, sandboxes: list[SandboxInfo], out: 
         if answer not in ("y", "yes"):
             print("nothing deleted", file=out)
             return 1
+    # Asking may have taken a while: a run may have started using one of them since.
+    doomed = [sandbox for sandbox in doomed if sandbox.live_pid is None]
     failures = 0
     for sandbox_id, error in backend.delete([sandbox.id for sandbox in doomed]):
         if error:

@@ -145,3 +145,24 @@ def test_gc_deletes_the_orphan_of_a_killed_run_and_keeps_live_and_foreign_ones(t
         live.kill()
         backend.delete([foreign])
     assert local_daytona.sandbox_ids() == []
+
+
+def test_gc_keeps_a_sandbox_whose_create_is_still_running(tmp_path, local_daytona, own_cache):
+    local_daytona.build_image_on_create(4.0, ["Step 1/1 : FROM the environment's image"])
+    made: dict = {}
+    creating = threading.Thread(target=lambda: made.update(
+        sandbox=DaytonaSandboxBackend(DaytonaSettings(keepalive_s=0.5)).create(timeout_s=60, metadata={"run": "slow"})))
+    creating.start()
+    for _ in range(100):
+        if local_daytona.sandbox_ids():
+            break
+        time.sleep(0.05)
+    (building,) = local_daytona.sandbox_ids()
+    collected = cli("daytona", "gc", "--yes")  # while the image builds: the run is alive
+    creating.join(30)
+    try:
+        assert collected.returncode == 0 and "live run" in collected.stdout, collected.stdout
+        assert made["sandbox"].sandbox_id == building and local_daytona.sandbox_ids() == [building]
+    finally:
+        made["sandbox"].kill()
+    assert local_daytona.sandbox_ids() == []

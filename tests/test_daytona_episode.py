@@ -181,6 +181,12 @@ def test_a_missing_file_is_a_clear_message(local_daytona):
         result = sandbox.exec("echo out; echo err >&2; exit 7", timeout=30)
         assert (result.exit_code, result.stdout, result.stderr) == (7, "out\n", "err\n")
         assert sandbox.exec("sleep 10", timeout=1).exit_code == 124
+        # A command that may have run (500) is not run again; one that surely did not (503) is.
+        local_daytona.fail_next(1, 500, path_contains="process/execute")
+        with pytest.raises(SandboxError, match="500"):
+            sandbox.exec("echo once >> /tmp/count", timeout=30)
+        local_daytona.fail_next(1, 503, path_contains="process/execute")
+        assert sandbox.exec("echo once >> /tmp/count; wc -l < /tmp/count", timeout=30).stdout.strip() == "1"
         sandbox.write_bytes("/tmp/x/bin.dat", bytes(range(256)))
         assert sandbox.read_bytes("/tmp/x/bin.dat", 250) == bytes(range(250, 256))
         assert sandbox.size("/tmp/x/bin.dat") == 256 and sandbox.size("/tmp/none") is None

@@ -179,6 +179,7 @@ class Episode:
             raise EpisodeFailed("opencode_env setup", str(exc)) from None
 
         def create_sandbox(timeout_s, _envs, _metadata):
+            self._kill_sandbox()  # a retry: opencode_env killed the last one, but never twice is cheap
             with self._stage("create sandbox", result) as say:
                 if spec.backend == "local":
                     binary = resolve_opencode(spec.opencode_bin, spec.opencode_version, progress=say)
@@ -186,9 +187,14 @@ class Episode:
                 else:
                     self._sandbox = create_daytona(spec.daytona, timeout_s=spec.timeout_s, metadata=metadata,
                                                    progress=say, cancel=self._cancel)  # fmt: skip
-                    place_opencode(self._sandbox, version=spec.opencode_version, opencode_bin=spec.opencode_bin,
-                                   progress=say)  # fmt: skip
-                self._sandbox.exec(install_folders_command(), timeout=60)
+                try:
+                    if spec.backend != "local":
+                        place_opencode(self._sandbox, version=spec.opencode_version, opencode_bin=spec.opencode_bin,
+                                       progress=say)  # fmt: skip
+                    self._sandbox.exec(install_folders_command(), timeout=60)
+                except BaseException:
+                    self._kill_sandbox()  # opencode_env never saw it: nobody else would release it
+                    raise
                 result.metadata.sandbox = sandbox_record(self._sandbox)
             return self._sandbox
 
@@ -313,6 +319,14 @@ class Episode:
             result.metadata.timings[name] = round(time.monotonic() - started, 3)
         observer.stage(name, "done", time.monotonic() - started)
 
+    def _kill_sandbox(self) -> None:
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            try:
+                sandbox.kill()
+            except Exception as exc:  # noqa: BLE001 - report, never mask the episode's outcome
+                self.observer.stage("release sandbox", "failed", 0.0, clip(f"{type(exc).__name__}: {exc}", 300))
+
     def _release(self, result: EpisodeResult) -> None:
         session, self._session = self._session, None
         if session is not None:
@@ -320,12 +334,7 @@ class Episode:
                 session.close()  # opencode_env ends the agent, its proxy and the sandbox
             except Exception as exc:  # noqa: BLE001 - the sandbox is killed below anyway
                 self.observer.stage("release sandbox", "failed", 0.0, clip(f"opencode_env close: {exc}", 300))
-        sandbox, self._sandbox = self._sandbox, None
-        if sandbox is not None:
-            try:
-                sandbox.kill()
-            except Exception as exc:  # noqa: BLE001 - report, never mask the episode's outcome
-                self.observer.stage("release sandbox", "failed", 0.0, clip(f"{type(exc).__name__}: {exc}", 300))
+        self._kill_sandbox()
         # A divergence quotes tool results as they are now: the agent may have printed the key.
         result.divergences = [json.loads(self._scrubber.text(json.dumps(item, default=str)))
                               for item in self.spec.endpoint.divergences()]  # fmt: skip

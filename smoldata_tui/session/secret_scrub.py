@@ -34,8 +34,10 @@ class SecretScrubber:
         return buffer[: len(buffer) - held]
 
     def flush(self) -> bytes:
+        """The held bytes, at the end of the stream: a cut-off secret (the agent was killed while
+        printing it) is masked too once it is long enough to give part of the key away."""
         rest, self._pending = self._pending, b""
-        return rest
+        return b"*" * len(rest) if len(rest) >= MIN_SECRET_LENGTH else rest
 
     def text(self, value: str) -> str:
         """``value`` with the secrets masked (for strings that are not part of the stream)."""

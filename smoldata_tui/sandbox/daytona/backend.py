@@ -24,12 +24,13 @@ from smoldata_tui.sandbox.daytona.settings import (
     DaytonaSettings,
     labels_for,
     lifetime_minutes,
-    owner,
     require_api_key,
 )
 from smoldata_tui.sandbox.errors import SandboxError
 
 Progress = Callable[[str], None]
+# States of a sandbox whose create has not finished: never an orphan yet, whoever made it.
+CREATING_STATES = frozenset({"creating", "pending_build", "building_snapshot", "pulling_snapshot", "starting", "restoring"})
 _live: set[DaytonaSandbox] = set()
 _exit_hook_lock = threading.Lock()
 _exit_hook_installed = False
@@ -101,14 +102,19 @@ class DaytonaSandboxBackend:
                 raise
 
         async def find_by_name():  # after a 5xx or a lost connection the create may have happened
-            return await _get_or_none(client, name)
+            found = await _get_or_none(client, name)
+            if found is not None and _state_of(found)[0] != "started":
+                await found.wait_for_sandbox_start(timeout=self.settings.create_timeout_s)  # raises on error states
+            return found
 
+        live_runs.record(name)  # before the request: gc must not take a sandbox being built for an orphan
         say(f"creating {name} from {self.settings.source}")
         work = retrying("create", attempt, budget_s=self.settings.retry_budget_s, notify=say, recover=find_by_name)
         try:
             sandbox = self._bridge.run(work, cancel=cancel)
         except BaseException as exc:
             leftover = self._delete_leftover(client, created_id, name)
+            live_runs.forget(name)
             self._bridge.run(client.close())
             if isinstance(exc, Cancelled):
                 raise SandboxError(f"creating the Daytona sandbox was cancelled{leftover}") from None
@@ -116,7 +122,6 @@ class DaytonaSandboxBackend:
                 raise SandboxError(f"creating the Daytona sandbox failed: {_message(exc)}{leftover}") from exc
             raise
         handle = DaytonaSandbox(self._bridge, client, sandbox, self.settings, on_close=self._closed)
-        live_runs.record(handle.sandbox_id, name)
         registry.register(handle)
         _live.add(handle)
         _install_exit_hook()
@@ -162,7 +167,7 @@ class DaytonaSandboxBackend:
         return f"; deleted sandbox {deleted}" if deleted else ""
 
     def _closed(self, handle: DaytonaSandbox) -> None:
-        live_runs.forget(handle.sandbox_id)
+        live_runs.forget(handle.name)
         registry.unregister(handle)
         _live.discard(handle)
         try:
@@ -220,9 +225,17 @@ class SandboxInfo:
         return self.labels.get("owner", "")
 
     @property
+    def mine(self) -> bool:
+        return self.owner == labels_for("", "")["owner"]  # labels are cut to their length limit
+
+    @property
     def live_pid(self) -> int | None:
         """The local process running it, when it is a live run of this machine."""
-        return live_runs.live_owner(self.id) if self.owner == owner() else None
+        return live_runs.live_owner(self.name) if self.mine else None
+
+    @property
+    def being_made(self) -> bool:
+        return self.state in CREATING_STATES
 
 
 def _info(sandbox) -> SandboxInfo:

@@ -48,6 +48,8 @@ class LoopThread:
             try:
                 return future.result(step)
             except concurrent.futures.TimeoutError:
+                if future.done():
+                    raise  # the coroutine's own TimeoutError (the same class since 3.11), not ours
                 waited += step or 0.0
                 if cancel is not None and cancel.is_set():
                     future.cancel()

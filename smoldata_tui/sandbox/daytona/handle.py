@@ -103,21 +103,33 @@ class DaytonaSandbox:
     # --- the protocol -----------------------------------------------------------------------
     def exec(self, cmd: str, *, envs: dict[str, str] | None = None, cwd: str | None = None,
              timeout: float | None = 60) -> ExecResult:  # fmt: skip
+        """The protocol's exec. A command may not be safe to run twice (``base64 -d x > y && rm x``),
+        so after a failure that leaves unknown whether it ran (500, 504, a lost connection) it is
+        not repeated: the failure is reported. 429, 502 and 503 (nothing ran) are retried."""
+        return self._exec(cmd, envs=envs, cwd=cwd, timeout=timeout, repeatable=False)
+
+    def _exec(self, cmd: str, *, envs: dict[str, str] | None = None, cwd: str | None = None,
+              timeout: float | None = 60, repeatable: bool = True) -> ExecResult:  # fmt: skip
         from daytona import DaytonaTimeoutError
 
         script = shell.exec_script(cmd, envs=envs, cwd=cwd, timeout=timeout)
         # Daytona's own limit only backs up timeout(1) inside the sandbox, which keeps the output.
         server_limit = None if timeout is None else int(timeout) + 30
+        started = time.monotonic()
         try:
-            reply = self._run("exec", lambda: self._sandbox.process.exec(script.command, timeout=server_limit))
+            reply = self._run("exec", lambda: self._sandbox.process.exec(script.command, timeout=server_limit),
+                              repeatable=repeatable)  # fmt: skip
         except SandboxError as exc:
-            if isinstance(exc.__cause__, DaytonaTimeoutError):
+            cause = exc.__cause__
+            if isinstance(cause, DaytonaTimeoutError) and getattr(cause, "status_code", None) != 504:
                 return ExecResult(TIMEOUT_EXIT_CODE, "", f"timed out after {timeout:g} s")
             raise
         parsed = script.parse(reply.result or "")
         if parsed is None:  # the wrapper itself did not run (no bash in the image?)
             return ExecResult(reply.exit_code if reply.exit_code is not None else 1, "", reply.result or "")
         code, stdout, stderr = parsed
+        if timeout is not None and code == KILLED_EXIT_CODE and time.monotonic() - started >= timeout:
+            code = TIMEOUT_EXIT_CODE  # it ignored timeout(1)'s TERM and got its KILL: still a timeout
         return ExecResult(code, stdout, stderr)
 
     def start_bg(self, cmd: str, *, envs: dict[str, str] | None = None, cwd: str | None = None) -> DaytonaBgJob:
@@ -125,7 +137,10 @@ class DaytonaSandbox:
 
         job_id = f"job-{secrets.token_hex(6)}"
         process = self._sandbox.process
-        self._run("creating a session", lambda: process.create_session(job_id))
+        async def session_exists():  # after a 5xx the session may exist: creating it again would fail
+            return True if await process.get_session(job_id) else None
+
+        self._run("creating a session", lambda: process.create_session(job_id), recover=session_exists)
         request = SessionExecuteRequest(command=shell.job_command(job_id, cmd, envs=envs, cwd=cwd), run_async=True)
 
         async def already_started():  # a 5xx may hide a command that did start: never start it twice
@@ -142,12 +157,12 @@ class DaytonaSandbox:
         self.write_bytes(path, content.encode("utf-8"))
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        self._check(self.exec(shell.make_parent(path), timeout=60), f"creating the folder of {path}")
+        self._check(self._exec(shell.make_parent(path), timeout=60), f"creating the folder of {path}")
         self._run(f"uploading {path}", lambda: self._sandbox.fs.upload_file(data, path))
 
     def upload_file(self, local_path, path: str) -> None:
         """A host file, streamed from disk (OpenCode's binary is ~185 MB)."""
-        self._check(self.exec(shell.make_parent(path), timeout=60), f"creating the folder of {path}")
+        self._check(self._exec(shell.make_parent(path), timeout=60), f"creating the folder of {path}")
         self._run(f"uploading {path}", lambda: self._sandbox.fs.upload_file(str(local_path), path))
 
     def read_text(self, path: str) -> str:
@@ -164,10 +179,10 @@ class DaytonaSandbox:
             raise
 
     def exists(self, path: str) -> bool:
-        return self.exec(shell.exists(path), timeout=60).stdout.strip() == "yes"
+        return self._exec(shell.exists(path), timeout=60).stdout.strip() == "yes"
 
     def read_bytes(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
-        result = self.exec(shell.read_range(path, offset, limit), timeout=120)
+        result = self._exec(shell.read_range(path, offset, limit), timeout=120)
         if result.exit_code == 3:
             raise FileNotFoundError(f"{path}: no such file in Daytona sandbox {self.sandbox_id}")
         import base64
@@ -175,7 +190,8 @@ class DaytonaSandbox:
         return base64.b64decode(self._check(result, f"reading {path}").stdout.strip())
 
     def size(self, path: str) -> int | None:
-        size = int(self.exec(shell.file_size(path), timeout=60).stdout.strip() or -1)
+        text = self._exec(shell.file_size(path), timeout=60).stdout.strip()
+        size = int(text) if text.lstrip("-").isdigit() else -1
         return None if size < 0 else size
 
     def read_appended(self, path: str, offset: int, limit: int = MAX_APPENDED, wait_s: float = 0.5) -> bytes:
@@ -183,23 +199,31 @@ class DaytonaSandbox:
         to appear: the agent's log crosses the network once, as it grows."""
         command = shell.read_appended(path, offset, limit, wait_s)
         try:
+            # Only a waiting read may be cut short by a cancel: the last read must complete.
             reply = self._run("following the log", lambda: self._sandbox.process.exec(command, timeout=int(wait_s) + 60),
-                              interruptible=True)  # fmt: skip
+                              interruptible=wait_s > 0)  # fmt: skip
         except Cancelled:
             return b""  # the caller is stopping the agent; it reads the rest afterwards
         text = reply.result or ""
         self.wire_bytes += len(text)
-        _size, data = shell.parse_appended(text)
+        parsed = shell.parse_appended(text)
+        if parsed is None:
+            raise SandboxError(f"unexpected reply while following {path}: {text.strip()[-200:]!r}")
+        size, data = parsed
+        if size < offset and (size >= 0 or offset > 0):
+            raise SandboxError(f"{path} shrank from at least {offset} to {max(size, 0)} bytes: the log cannot be followed")
         self.log_bytes += len(data)
         return data
 
     # --- plumbing ---------------------------------------------------------------------------
     def _run(self, what: str, attempt: Callable[[], Awaitable[T]], *, recover=None, guard: bool = True,
-             interruptible: bool = False) -> T:  # fmt: skip
+             interruptible: bool = False, repeatable: bool = True) -> T:  # fmt: skip
+        """``guard=False``: deleting or inspecting, which must go on whatever state the sandbox is in."""
         if guard and self._closed:
             raise SandboxClosed(f"Daytona sandbox {self.sandbox_id} was already deleted")
         budget = self._settings.retry_budget_s
-        work = retrying(what, attempt, budget_s=budget, notify=self.notify, recover=recover, check=self._check_state)
+        work = retrying(what, attempt, budget_s=budget, notify=self.notify, recover=recover,
+                        check=self._check_state if guard else None, repeatable=repeatable)  # fmt: skip
         try:
             return self._bridge.run(work, cancel=self.interrupt if interruptible else None)
         except Cancelled:
@@ -251,17 +275,17 @@ class DaytonaBgJob:
     def pid(self) -> int:
         """The job's shell inside the sandbox (-1 while unknown)."""
         if self._pid is None:
-            text = self._sandbox.exec(shell.job_pid(self.session_id), timeout=30).stdout.strip()
+            text = self._sandbox._exec(shell.job_pid(self.session_id), timeout=30).stdout.strip()
             self._pid = int(text) if text.isdigit() else None
         return self._pid if self._pid is not None else -1
 
-    def poll(self) -> int | None:
+    def poll(self, *, interruptible: bool = False) -> int | None:
         if self._exit_code is None:
             process = self._sandbox._sandbox.process
             try:
                 command = self._sandbox._run(
                     "checking the agent", lambda: process.get_session_command(self.session_id, self.command_id),
-                    interruptible=True,
+                    interruptible=interruptible,
                 )
             except Cancelled:
                 return None
@@ -270,8 +294,9 @@ class DaytonaBgJob:
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
+        short = timeout is not None and timeout <= 1.0  # the runner's poll: a cancel may cut it short
         while True:
-            code = self.poll()
+            code = self.poll(interruptible=short)
             if code is not None:
                 return code
             left = None if deadline is None else deadline - time.monotonic()
@@ -281,7 +306,7 @@ class DaytonaBgJob:
 
     def kill(self) -> None:
         """TERM every process of the job, KILL the rest after a grace period, end its session."""
-        self._sandbox.exec(shell.kill_job(self.session_id), timeout=60)
+        self._sandbox._exec(shell.kill_job(self.session_id), timeout=60)
         deadline = time.monotonic() + 5.0
         while self.poll() is None and time.monotonic() < deadline:  # the session reports the exit soon after
             time.sleep(0.1)

@@ -1,7 +1,8 @@
 """Which of our Daytona sandboxes belong to a run that is still alive on this machine.
 
-A file per sandbox (``<cache>/smoldata-tui/daytona-runs/<sandbox id>.json``) names the process
-that owns it. ``daytona gc`` deletes labelled sandboxes whose owner is gone (crashed, SIGKILLed,
+A file per sandbox (``<cache>/smoldata-tui/daytona-runs/<sandbox name>.json``) names the process
+that owns it. It is written before the create request goes out (the name is ours and unique; the
+id comes later), so a sandbox still being built is never taken for an orphan. ``daytona gc`` deletes labelled sandboxes whose owner is gone (crashed, SIGKILLed,
 another machine's run that ended without cleanup), and leaves those of live runs alone.
 """
 
@@ -20,29 +21,34 @@ def runs_dir() -> Path:
     return Path(cache, "smoldata-tui", "daytona-runs")
 
 
-def _path(sandbox_id: str) -> Path:
-    return runs_dir() / f"{sandbox_id.replace('/', '_')}.json"
+def _path(name: str) -> Path:
+    return runs_dir() / f"{name.replace('/', '_')}.json"
 
 
-def record(sandbox_id: str, name: str) -> None:
-    path = _path(sandbox_id)
+def record(name: str) -> None:
+    path = _path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"sandbox_id": sandbox_id, "name": name, "pid": os.getpid(),
-             "start_time": start_time(os.getpid()), "created": time.time()}  # fmt: skip
+    state = {"name": name, "pid": os.getpid(), "start_time": start_time(os.getpid()), "created": time.time()}
     path.write_text(json.dumps(state) + "\n", encoding="utf-8")
 
 
-def forget(sandbox_id: str) -> None:
-    _path(sandbox_id).unlink(missing_ok=True)
+def forget(name: str) -> None:
+    _path(name).unlink(missing_ok=True)
 
 
-def live_owner(sandbox_id: str) -> int | None:
-    """The pid of the live process on this machine that runs this sandbox, or None."""
+def live_owner(name: str) -> int | None:
+    """The pid of the live process on this machine that runs the sandbox named ``name``, or None."""
     try:
-        state = json.loads(_path(sandbox_id).read_text(encoding="utf-8"))
+        state = json.loads(_path(name).read_text(encoding="utf-8"))
         pid, started = int(state["pid"]), state["start_time"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if started is None or start_time(pid) != started:
-        return None
-    return pid
+    if started is None:  # no start time readable here (/proc hidden): trust the pid alone
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return pid
+        return pid
+    return pid if start_time(pid) == started else None

@@ -39,9 +39,10 @@ def transient_reason(exc: BaseException) -> str | None:
 
 
 def is_ambiguous(reason: str) -> bool:
-    """A 429 was refused before anything ran; after a 5xx or a lost connection the request may have
-    taken effect, so an operation that must not run twice checks before repeating itself."""
-    return not reason.startswith("rate limited")
+    """Whether the request may have taken effect. A 429, 502 or 503 comes from Daytona's front
+    (rate limiter, proxy) before the sandbox ran anything; after a 500, a 504 or a lost connection
+    it may have run, so an operation that must not run twice checks before repeating itself."""
+    return not reason.startswith(("rate limited", "server error (502)", "server error (503)"))
 
 
 async def retrying(
@@ -52,13 +53,15 @@ async def retrying(
     notify: Callable[[str], None],
     recover: Callable[[], Awaitable[T | None]] | None = None,
     check: Callable[[], Awaitable[None]] | None = None,
+    repeatable: bool = True,
 ) -> T:
     """Run ``attempt`` until it succeeds, a non-transient error escapes, or ``budget_s`` is spent.
 
     ``recover`` (for operations that must not run twice) is awaited before repeating after an
     ambiguous failure; a non-None result is taken as the operation's result. ``check`` is awaited
     after each failure from the second on and may raise to stop retrying (a sandbox in an error
-    state will not come back)."""
+    state will not come back). ``repeatable=False`` (a command that must not run twice, with no
+    way to ask whether it ran) retries only what surely did not run: 429, 502, 503."""
     deadline = time.monotonic() + budget_s
     delay = FIRST_DELAY_S
     failures = 0
@@ -70,6 +73,8 @@ async def retrying(
         except Exception as exc:  # noqa: BLE001 - classified below; the rest re-raised unchanged
             reason = transient_reason(exc)
             if reason is None or time.monotonic() + delay > deadline:
+                raise
+            if not repeatable and recover is None and is_ambiguous(reason):
                 raise
             failures += 1
         if check is not None and failures >= 2:

@@ -9,6 +9,8 @@ or sh the image has first, so every line is wrapped in ``bash -c``.
 from __future__ import annotations
 
 import base64
+import binascii
+import re
 import secrets
 import shlex
 from dataclasses import dataclass
@@ -20,7 +22,10 @@ KILL_GRACE_S = 2.0
 
 
 def bash(script: str) -> str:
-    return f"bash -c {shlex.quote(script)}"
+    """``script`` under bash; bash's own complaints (an image's bad locale: "setlocale: ...") are
+    dropped, since Daytona would mix them into the output we parse. Commands that report stderr
+    capture it themselves."""
+    return f"bash -c {shlex.quote(script)} 2>/dev/null"
 
 
 def _env_words(envs: dict[str, str] | None) -> str:
@@ -81,13 +86,13 @@ def job_pid(job_id: str) -> str:
 def kill_job(job_id: str, grace_s: float = KILL_GRACE_S) -> str:
     """TERM every process of the job, then KILL what is left after ``grace_s`` (OpenCode can swallow
     the first TERM)."""
-    rounds = max(1, round(grace_s / 0.1))
+    rounds = max(1, round(grace_s / 0.25))  # each look forks per process: look a few times only
     script = (
         f"m={shlex.quote(f'{JOB_MARKER}={job_id}')}; "
         "pids() { for e in /proc/[0-9]*/environ; do p=${e#/proc/}; p=${p%/environ}; "
-        '[ "$p" = $$ ] && continue; tr "\\0" "\\n" < "$e" 2>/dev/null | grep -qxF "$m" && echo "$p"; done; }; '
+        '[ "$p" = $$ ] && continue; tr "\\0" "\\n" 2>/dev/null < "$e" | grep -qxF "$m" && echo "$p"; done; }; '
         'left=$(pids); [ -z "$left" ] && exit 0; kill -TERM $left 2>/dev/null; '
-        f"i=0; while [ $i -lt {rounds} ]; do sleep 0.1; left=$(pids); "
+        f"i=0; while [ $i -lt {rounds} ]; do sleep 0.25; left=$(pids); "
         '[ -z "$left" ] && exit 0; i=$((i+1)); done; kill -KILL $left 2>/dev/null; exit 0'
     )
     return bash(script)
@@ -102,14 +107,24 @@ def read_appended(path: str, offset: int, limit: int, wait_s: float) -> str:
     script = (
         f"i=0; while :; do s=$(stat -c %s {f} 2>/dev/null || echo -1); "
         f'[ "$s" -gt {offset} ] && break; [ $i -ge {rounds} ] && break; i=$((i+1)); sleep {POLL_S}; done; '
-        f'printf "%s:" "$s"; [ "$s" -gt {offset} ] && tail -c +{offset + 1} {f} | head -c {limit} | base64 -w0; exit 0'
+        f'printf "%s:" "$s"; [ "$s" -gt {offset} ] && tail -c +{offset + 1} {f} 2>/dev/null | head -c {limit} | base64 -w0; exit 0'
     )
     return bash(script)
 
 
-def parse_appended(reply: str) -> tuple[int, bytes]:
-    size, _, encoded = reply.strip().partition(":")
-    return int(size), base64.b64decode(encoded) if encoded else b""
+_APPENDED = re.compile(r"(-?\d+):([A-Za-z0-9+/=]*)")
+
+
+def parse_appended(reply: str) -> tuple[int, bytes] | None:
+    """(size of the log, the new bytes), or None when the reply is not what the script prints."""
+    lines = reply.strip().splitlines()
+    found = _APPENDED.fullmatch(lines[-1].strip()) if lines else None
+    if found is None:
+        return None
+    try:
+        return int(found.group(1)), base64.b64decode(found.group(2), validate=True)
+    except (ValueError, binascii.Error):
+        return None
 
 
 def read_range(path: str, offset: int, limit: int | None) -> str:
