@@ -77,6 +77,11 @@ def test_replayed_episode_in_daytona_grades_one_and_leaves_nothing(tmp_path, loc
     assert params["labels"]["run"] == result.trace_path.parent.name and "@" in params["labels"]["owner"]
     assert params["autoStopInterval"] == 15 and params["autoDeleteInterval"] == 0 and params["ttlMinutes"] >= 32
     assert params["name"].startswith("smoldata-")
+    assert (params["cpu"], params["memory"], params["disk"]) == (2, 4, 10)
+    # The Daytona key stays with the SDK: never in a saved file or a stage message.
+    for path in result.trace_path.parent.iterdir():
+        assert local_daytona.api_key not in path.read_text(errors="replace"), path
+    assert all(local_daytona.api_key not in message for message in messages(recorder))
     # Auto-stop counts inactivity: the watched run kept telling Daytona it is in use.
     pings = [path for method, path, _ in local_daytona.requests if method == "POST" and path.endswith(f"{sandbox_id}/last-activity")]
     assert len(pings) >= 3
@@ -192,4 +197,20 @@ def test_a_missing_file_is_a_clear_message(local_daytona):
         assert sandbox.size("/tmp/x/bin.dat") == 256 and sandbox.size("/tmp/none") is None
     finally:
         sandbox.kill()
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_a_snapshot_from_the_environment_variable_replaces_the_image(local_daytona, monkeypatch):
+    monkeypatch.setenv("DAYTONA_SNAPSHOT", "smoldata-base-snapshot")
+    settings = DaytonaSettings.from_environment(keepalive_s=0.5)
+    assert settings.source == "snapshot smoldata-base-snapshot"
+    sandbox = DaytonaSandboxBackend(settings).create(timeout_s=60, metadata={"run": "snap"})
+    try:
+        params = local_daytona.create_params(sandbox.sandbox_id)
+        assert params["snapshot"] == "smoldata-base-snapshot" and not params.get("buildInfo")
+        assert sandbox.exec("test -x /root/.opencode/bin/opencode", timeout=30).exit_code == 0  # baked in
+    finally:
+        sandbox.kill()
+    flag = DaytonaSettings.from_environment(snapshot="from-the-flag")  # --daytona-snapshot wins
+    assert flag.snapshot == "from-the-flag"
     assert local_daytona.sandbox_ids() == []
