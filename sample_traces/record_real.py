@@ -1,12 +1,15 @@
 """Record sample episodes with the real OpenCode 1.18.31 in a bubblewrap sandbox.
 
-    python sample_traces/record_real.py          # rewrites sample_traces/real/
+    python sample_traces/record_real.py                 # rewrites sample_traces/real/
+    python sample_traces/record_real.py timeout ...     # only these scenarios (the README lists all)
 
 Each scenario is a scripted model (a recording built with TraceBuilder) served by the replay
 model to the real OpenCode, which runs the calls for real on a sample task; the real grader
 scores the answer. What lands in ``real/`` is OpenCode's own output: its ids, its timestamps,
 its tool outputs, its way of ending a killed run. Needs bubblewrap and npm (OpenCode is
-installed on first use).
+installed on first use). The ``opencode_env_run`` scenario runs through ``--harness
+opencode-env`` and also saves opencode_env's proxy trace; where opencode_env is not installed
+its files are kept as they are.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ class Scenario:
     script: Callable[[TraceBuilder], None]
     timeout_s: float = 120
     cancel_after_s: float | None = None
+    harness: str = "builtin"
 
 
 SCENARIOS = [
@@ -111,6 +115,8 @@ SCENARIOS = [
     Scenario("killed_mid_tool", "cancelled while bash runs `sleep 300`: the call is recovered from opencode export",
              _sleeping, cancel_after_s=10),  # fmt: skip
     Scenario("timeout", "the agent's wall-clock limit (12 s) hit during `sleep 300`", _sleeping, timeout_s=12),
+    Scenario("opencode_env_run", "the passing run driven by opencode_env's own factory (transparent proxy "
+             "mode), with its proxy trace (`opencode_env_run.proxy.jsonl`)", _passing, harness="opencode-env"),  # fmt: skip
 ]
 
 
@@ -136,6 +142,7 @@ def record(scenario: Scenario, work: Path) -> dict:
         endpoint=open_endpoint(model=f"replay:{recording}"),
         timeout_s=scenario.timeout_s,
         save_dir=work / "runs",
+        harness=scenario.harness,
     )
     episode = Episode(spec, _Quiet())
     if scenario.cancel_after_s is not None:
@@ -147,22 +154,46 @@ def record(scenario: Scenario, work: Path) -> dict:
     meta = json.loads(result.metadata_path.read_text())
     meta["trace"] = f"{scenario.name}.jsonl"
     meta["model"] = "replay (a scripted recording)"
+    if meta.get("proxy_trace"):
+        shutil.copyfile(result.trace_path.with_name(meta["proxy_trace"]), OUT / f"{scenario.name}.proxy.jsonl")
+        meta["proxy_trace"] = f"{scenario.name}.proxy.jsonl"
     (OUT / f"{scenario.name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return row_for(scenario)
+
+
+def row_for(scenario: Scenario) -> dict:
+    """The README row of a recorded scenario, from its files."""
+    from smoldata_tui.session.metadata import load_metadata
+
     verdict = analyze_path(OUT / f"{scenario.name}.jsonl")[0].verdict
-    grade = result.grade.env_reward if result.grade else None
-    return {"name": scenario.name, "shows": scenario.shows, "status": result.status,
-            "exit_code": result.exit_code, "verdict": verdict.badge(), "grade": grade,
-            "recovered": len(result.recovered)}  # fmt: skip
+    metadata = load_metadata(OUT / f"{scenario.name}.meta.json")
+    grade = metadata.grade.env_reward if metadata.grade else None
+    return {"name": scenario.name, "shows": scenario.shows, "status": metadata.status,
+            "exit_code": metadata.exit_code, "verdict": verdict.badge(), "grade": grade,
+            "recovered": len(metadata.recovered_calls)}  # fmt: skip
 
 
 def main() -> int:
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    OUT.mkdir()
+    from smoldata_tui.session.opencode_env_harness import opencode_env_available
+
+    only = set(sys.argv[1:])
+    unknown = only - {scenario.name for scenario in SCENARIOS}
+    if unknown:
+        raise SystemExit(f"no scenario {', '.join(sorted(unknown))} (scenarios: {', '.join(s.name for s in SCENARIOS)})")
+    OUT.mkdir(exist_ok=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="smoldata-record-") as work:
         for scenario in SCENARIOS:
+            if only and scenario.name not in only:
+                rows.append(row_for(scenario))
+                continue
+            if scenario.harness == "opencode-env" and not opencode_env_available():
+                print(f"keeping {scenario.name}: opencode_env is not installed", file=sys.stderr)
+                rows.append(row_for(scenario))
+                continue
             print(f"recording {scenario.name} …", file=sys.stderr)
+            for old in OUT.glob(f"{scenario.name}.*"):
+                old.unlink()
             rows.append(record(scenario, Path(work)))
     lines = [
         "# Traces recorded from the real OpenCode 1.18.31",
@@ -171,6 +202,10 @@ def main() -> int:
         "real OpenCode in a bubblewrap sandbox on the sample task `sales-top-region`; the calls run for",
         "real and the real grader scores the answer. Each trace has its `.meta.json` beside it; for a",
         "killed run it lists the calls `opencode export` still had running (`recovered_calls`).",
+        "`opencode_env_run` went through opencode_env's own `OpenCodeSessionFactory` (`--harness",
+        "opencode-env`, transparent proxy mode); it was recorded with a copy of OpenEnv's",
+        "`envs/opencode_env` as published in meta-pytorch/OpenEnv (its newest harness there), since the",
+        "package is not on PyPI. Its proxy trace lies beside it and shows in the viewer's episode tab.",
         "",
         "| trace | what it shows | status | exit code | verdict | grade | recovered calls |",
         "|---|---|---|---|---|---|---|",

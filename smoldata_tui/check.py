@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from smoldata_tui.session.metadata import is_trace_name
 from typing import TextIO
 
 import orjson
@@ -33,14 +35,15 @@ class Checked:
 
 
 def collect_traces(arguments: list[str]) -> list[Path]:
-    """Files as given; directories expand to their ``*.jsonl`` files (recursively, sorted)."""
+    """Files as given; directories expand to their ``*.jsonl`` traces (recursively, sorted; a
+    proxy trace beside an episode is not one)."""
     if not arguments:
         raise UsageError("give at least one trace file or directory")
     traces: list[Path] = []
     for argument in arguments:
         path = Path(argument)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+            found = sorted(p for p in path.rglob("*.jsonl") if p.is_file() and is_trace_name(p.name))
             if not found:
                 raise UsageError(f"{argument}: no *.jsonl trace files in this directory")
             traces.extend(found)

@@ -17,6 +17,7 @@ EXPECTED = {
     "tool_errors": ("finished", 4, 1.0, 0),
     "killed_mid_tool": ("cancelled", 1, None, 1),
     "timeout": ("timeout", 1, 0.0, 1),
+    "opencode_env_run": ("finished", 3, 1.0, 0),
 }
 
 
@@ -40,5 +41,17 @@ def test_recorded_episode(name):
 
 
 def test_the_recorded_files_are_all_described():
-    traces = {path.stem for path in REAL.glob("*.jsonl")}
+    traces = {path.name.removesuffix(".jsonl") for path in REAL.glob("*.jsonl") if not path.name.endswith(".proxy.jsonl")}
     assert traces == set(EXPECTED)
+
+
+def test_the_opencode_env_run_keeps_its_proxy_trace_and_the_proxy_trace_is_no_trace():
+    from smoldata_tui.check import collect_traces
+    from smoldata_tui.session.proxy_trace import load_proxy_trace
+
+    metadata = load_metadata(REAL / "opencode_env_run.meta.json")
+    assert metadata.harness == "opencode-env" and metadata.proxy_trace == "opencode_env_run.proxy.jsonl"
+    turns, problems = load_proxy_trace(REAL / metadata.proxy_trace)
+    assert problems == [] and sum(turn.with_tools for turn in turns) == 4  # one per agent step
+    assert all(turn.finish_reason for turn in turns)
+    assert REAL / metadata.proxy_trace not in collect_traces([str(REAL)])

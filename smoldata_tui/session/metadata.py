@@ -51,6 +51,13 @@ from pathlib import Path
 FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
 METADATA_SUFFIX = ".meta.json"
+# Files beside a trace that are JSON Lines but not OpenCode traces (opencode_env's proxy trace).
+SIDECAR_SUFFIXES = (".proxy.jsonl",)
+
+
+def is_trace_name(name: str) -> bool:
+    """Whether a file name is an agent trace: ``*.jsonl``, but not a sidecar of one."""
+    return name.endswith(".jsonl") and not name.endswith(SIDECAR_SUFFIXES)
 STATUSES = ("running", "finished", "killed", "timeout", "cancelled", "error")
 MAX_METADATA_BYTES = 4 << 20  # a metadata file is small; anything bigger is not one
 REDACTED = "[redacted]"

@@ -17,15 +17,16 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
 
 from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, has_api_key
-from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.session.episode import EpisodeSpec
+from smoldata_tui.session.metadata import is_trace_name
 from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
+from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.tasks import Task, TaskError, load_task_set
 from smoldata_tui.trace.text import clip
 
 
 def _saved_traces(runs: Path) -> list[Path]:
-    return sorted(runs.glob("*/*.jsonl")) if runs.is_dir() else []
+    return sorted(p for p in runs.glob("*/*.jsonl") if is_trace_name(p.name)) if runs.is_dir() else []
 
 
 class HomeScreen(Screen[None]):

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
-from smoldata_tui.session.metadata import EpisodeMetadata, load_metadata, metadata_path_for, parse_time
+from smoldata_tui.session.metadata import EpisodeMetadata, is_trace_name, load_metadata, metadata_path_for, parse_time
 from smoldata_tui.trace import Severity, Verdict, analyze_path
 from smoldata_tui.trace.text import clip, neutralize
 
@@ -52,7 +52,7 @@ def find_traces(folder: Path) -> list[Path]:
     found = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(name for name in dirs if not name.startswith("."))
-        found += [Path(root) / name for name in sorted(files) if name.endswith(".jsonl")]
+        found += [Path(root) / name for name in sorted(files) if is_trace_name(name)]
         if len(found) > MAX_TRACES:
             break
     return found
