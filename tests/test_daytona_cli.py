@@ -166,3 +166,13 @@ def test_gc_keeps_a_sandbox_whose_create_is_still_running(tmp_path, local_dayton
     finally:
         made["sandbox"].kill()
     assert local_daytona.sandbox_ids() == []
+
+
+def test_a_long_owner_label_is_still_recognised_as_ours(monkeypatch):
+    from smoldata_tui.sandbox.daytona import backend, settings
+
+    monkeypatch.setattr(settings, "owner", lambda: "u" * 40 + "@" + "h" * 40)
+    labels = settings.labels_for("run", "task")
+    assert len(labels["owner"]) == 63
+    info = backend.SandboxInfo("id", "smoldata-x", "started", labels, "")
+    assert info.mine

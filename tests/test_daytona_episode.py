@@ -186,6 +186,7 @@ def test_a_missing_file_is_a_clear_message(local_daytona):
         result = sandbox.exec("echo out; echo err >&2; exit 7", timeout=30)
         assert (result.exit_code, result.stdout, result.stderr) == (7, "out\n", "err\n")
         assert sandbox.exec("sleep 10", timeout=1).exit_code == 124
+        assert sandbox.exec("trap '' TERM; sleep 30", timeout=1).exit_code == 124  # needed timeout(1)'s KILL
         # A command that may have run (500) is not run again; one that surely did not (503) is.
         local_daytona.fail_next(1, 500, path_contains="process/execute")
         with pytest.raises(SandboxError, match="500"):
