@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import subprocess
@@ -133,3 +134,21 @@ def bash_steps_recording(folder: Path, steps: int, command: str, output: str) ->
     path = folder / "steps.jsonl"
     path.write_bytes(builder.dumps())
     return path
+
+
+@contextlib.contextmanager
+def local_daytona_server(folder: Path):
+    """The local server that speaks Daytona's API (tests/daytona_local), with this process's
+    environment pointing the real SDK at it; stopped (every sandbox killed) on the way out."""
+    from smoldata_tui.session.opencode_install import ensure_opencode
+    from tests.daytona_local import LocalDaytona
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        os.environ.pop(name, None)
+    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+    server = LocalDaytona(opencode_bin_dir=ensure_opencode().parent, sandbox_base_dir=folder / "sandboxes").start()
+    os.environ.update(DAYTONA_API_URL=server.api_url, DAYTONA_API_KEY=server.api_key, DAYTONA_TARGET="local")
+    try:
+        yield server
+    finally:
+        server.stop()

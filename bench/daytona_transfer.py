@@ -17,7 +17,6 @@ sandbox: staging, agent, follow, export, grading) and for following the log alon
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -26,12 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _common import bash_steps_recording  # noqa: E402
+from _common import bash_steps_recording, local_daytona_server  # noqa: E402
 from smoldata_tui.sandbox.daytona import DaytonaSettings  # noqa: E402
 from smoldata_tui.session import log_follower  # noqa: E402
 from smoldata_tui.session.episode import Episode, EpisodeSpec  # noqa: E402
 from smoldata_tui.session.model_endpoint import open_endpoint  # noqa: E402
-from smoldata_tui.session.opencode_install import ensure_opencode  # noqa: E402
 from smoldata_tui.tasks import default_task_root, load_task  # noqa: E402
 from tests.daytona_local import LocalDaytona  # noqa: E402
 
@@ -86,22 +84,14 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--output-bytes", type=int, default=4000)
     args = parser.parse_args()
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        os.environ.pop(name, None)
-    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
-    binary = ensure_opencode()
     with tempfile.TemporaryDirectory(prefix="smoldata-transfer-") as folder:
         folder = Path(folder)
         lines = ("x" * 99 + "\n") * (args.output_bytes // 100 + 1)
         record = bash_steps_recording(folder, args.steps, f"yes {'x' * 99} | head -c {args.output_bytes}",
                                       lines[: args.output_bytes])
-        server = LocalDaytona(opencode_bin_dir=binary.parent, sandbox_base_dir=folder / "sandboxes").start()
-        os.environ.update(DAYTONA_API_URL=server.api_url, DAYTONA_API_KEY=server.api_key, DAYTONA_TARGET="local")
-        try:
+        with local_daytona_server(folder) as server:
             ours, ours_sent, ours_s, log_size = run(server, record, folder / "ours", log_follower.LogFollower)
             base, base_sent, base_s, _ = run(server, record, folder / "baseline", WholeFileFollower)
-        finally:
-            server.stop()
     for label, result in (("smoldata-tui", ours), ("baseline", base)):
         if result.error is not None or result.grade is None:
             print(f"{label} run failed: {result.error}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import statistics
 import sys
 import tempfile
@@ -26,10 +25,9 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _common import bash_steps_recording  # noqa: E402
+from _common import bash_steps_recording, local_daytona_server  # noqa: E402
 from smoldata_tui.session.episode import EpisodeSpec  # noqa: E402
 from smoldata_tui.session.model_endpoint import open_endpoint  # noqa: E402
-from smoldata_tui.session.opencode_install import ensure_opencode  # noqa: E402
 from smoldata_tui.tasks import default_task_root, load_task  # noqa: E402
 from smoldata_tui.ui.live_app import LiveApp  # noqa: E402
 from smoldata_tui.ui.screens.episode import EpisodeScreen  # noqa: E402
@@ -62,32 +60,15 @@ async def measure(steps: int, folder: Path, backend: str) -> tuple[list[float], 
     return [arrival - stamp for arrival, stamp in zip(arrivals, stamps)], result
 
 
-@contextlib.contextmanager
-def local_daytona(backend: str, folder: Path):
-    """For --backend daytona: the local server that speaks Daytona's API, for the real SDK."""
-    if backend != "daytona":
-        yield
-        return
-    from tests.daytona_local import LocalDaytona
-
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        os.environ.pop(name, None)
-    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
-    server = LocalDaytona(opencode_bin_dir=ensure_opencode().parent, sandbox_base_dir=folder / "sandboxes").start()
-    os.environ.update(DAYTONA_API_URL=server.api_url, DAYTONA_API_KEY=server.api_key, DAYTONA_TARGET="local")
-    try:
-        yield
-    finally:
-        server.stop()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--backend", choices=["local", "daytona"], default="local",
                         help="daytona: through the real SDK and the local Daytona server (tests/daytona_local)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="smoldata-latency-") as folder, local_daytona(args.backend, Path(folder)):
+    with tempfile.TemporaryDirectory(prefix="smoldata-latency-") as folder, contextlib.ExitStack() as stack:
+        if args.backend == "daytona":
+            stack.enter_context(local_daytona_server(Path(folder)))
         latencies, result = asyncio.run(measure(args.steps, Path(folder), args.backend))
     if not latencies:
         print("no rows reached the screen")

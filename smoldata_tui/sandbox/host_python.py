@@ -10,6 +10,7 @@ everything satisfied and the proxy runs.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -21,7 +22,8 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 def _shim_dir() -> Path:
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(cache, "smoldata-tui", "python-shim", f"{os.getuid()}-{abs(hash(sys.executable)) % 10**8}")
+    digest = hashlib.sha256(sys.executable.encode()).hexdigest()[:12]  # one folder per interpreter, reused
+    folder = Path(cache, "smoldata-tui", "python-shim", f"{os.getuid()}-{digest}")
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("python", "python3"):
         link = folder / name

@@ -63,6 +63,7 @@ from smoldata_tui.session.opencode_env_harness import (
 )
 from smoldata_tui.session.placement import (
     HOME,
+    OPENCODE_IN_HOME,
     create_daytona,
     create_local,
     create_local_like_image,
@@ -268,7 +269,7 @@ class Episode:
         if session_id is None:
             say("no sessionID in the log: nothing to recover")
             return
-        binary = f"{HOME}/.opencode/bin/opencode" if self._opencode == "opencode" else self._opencode
+        binary = OPENCODE_IN_HOME if self._opencode == "opencode" else self._opencode
         export = export_session(self._sandbox, binary, session_id, agent_environment(HOME), scrub=self._scrubber.text)
         if export is None:
             say("opencode export failed: unfinished calls cannot be recovered")

@@ -31,6 +31,7 @@ from smoldata_tui.session.metadata import SECRET_NAME
 __all__ = [
     "DISABLED_TOOLS",
     "ENVIRONMENT_SETUP_SHELL",
+    "INSTALL_FOLDERS",
     "EXTRA_OPENCODE_JSON",
     "PROVIDER_NAME",
     "PROVIDER_PACKAGES",
@@ -129,6 +130,9 @@ def redacted(config: Any) -> Any:
 # ---------------------------------------------------------------------------------- paths
 
 
+#: What opencode_env's install command creates under the home (``mkdir -p``) before it fetches
+#: OpenCode; skipped along with the install when OpenCode is already there.
+INSTALL_FOLDERS = (".config/opencode", "logs/agent", "logs/verifier", "task", "workdir")
 #: The environment's OpenCodeConfig.extra_setup_shell, run after opencode_env's install created
 #: ``/root/workdir`` (with the rest of its folders): the agent's workdir becomes ``/workdir``.
 ENVIRONMENT_SETUP_SHELL = "mkdir -p /workdir && rmdir /root/workdir && ln -s /workdir /root/workdir"
@@ -138,7 +142,7 @@ def setup_shell(home: str) -> str:
     """What opencode_env's install and the environment's setup leave behind, made idempotent for
     the built-in driver: opencode_env's folders, and ``<home>/workdir`` → ``/workdir`` (a local
     sandbox already has the link; an image usually has neither)."""
-    folders = " ".join(shlex.quote(f"{home}/{name}") for name in (".config/opencode", "logs/agent", "logs/verifier", "task"))
+    folders = " ".join(shlex.quote(f"{home}/{name}") for name in INSTALL_FOLDERS if name != "workdir")
     workdir = shlex.quote(workdir_path(home))
     return (
         f"mkdir -p {folders} /workdir && "

@@ -17,15 +17,18 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from smoldata_tui.session.opencode_config import DISABLED_TOOLS, ENVIRONMENT_SETUP_SHELL, EXTRA_OPENCODE_JSON
+from smoldata_tui.session.opencode_config import (
+    DISABLED_TOOLS,
+    ENVIRONMENT_SETUP_SHELL,
+    EXTRA_OPENCODE_JSON,
+    INSTALL_FOLDERS,
+)
 from smoldata_tui.session.placement import HOME
 
 HARNESSES = ("builtin", "opencode-env")
 INSTALL_HINT = (
     'pip install "openenv-opencode-env @ git+https://github.com/meta-pytorch/OpenEnv#subdirectory=envs/opencode_env"'
 )
-# What opencode_env's install command creates before it fetches OpenCode; skipped with it.
-INSTALL_FOLDERS = (".config/opencode", "logs/agent", "logs/verifier", "task", "workdir")
 PROXY_TRACE_NAME = "run.proxy.jsonl"
 
 

@@ -8,6 +8,7 @@ reported as such instead of as a puzzling request failure.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import secrets
 import threading
@@ -185,8 +186,6 @@ class DaytonaSandbox:
         result = self._exec(shell.read_range(path, offset, limit), timeout=120)
         if result.exit_code == 3:
             raise FileNotFoundError(f"{path}: no such file in Daytona sandbox {self.sandbox_id}")
-        import base64
-
         return base64.b64decode(self._check(result, f"reading {path}").stdout.strip())
 
     def size(self, path: str) -> int | None:
