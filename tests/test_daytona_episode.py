@@ -201,6 +201,20 @@ def test_a_missing_file_is_a_clear_message(local_daytona):
     assert local_daytona.sandbox_ids() == []
 
 
+def test_a_background_job_does_not_wait_on_the_sessions_open_stdin(local_daytona):
+    """The daemon never closes a session command's stdin; `opencode run` reads stdin to its end.
+    A job (the agent, opencode_env's proxy) must get /dev/null, or it waits forever."""
+    sandbox = DaytonaSandboxBackend(DaytonaSettings(**FAST)).create(timeout_s=60, metadata={"run": "stdin"})
+    try:
+        job = sandbox.start_bg("cat > /tmp/read.txt; echo read-to-the-end")
+        assert job.wait(timeout=30) == 0
+        assert sandbox.exec("cat /tmp/read.txt | wc -c", timeout=30).stdout.strip() == "0"
+        assert sandbox.exec("cat; echo ok", timeout=30).stdout == "ok\n"
+    finally:
+        sandbox.kill()
+    assert local_daytona.sandbox_ids() == []
+
+
 def test_a_snapshot_from_the_environment_variable_replaces_the_image(local_daytona, monkeypatch):
     monkeypatch.setenv("DAYTONA_SNAPSHOT", "smoldata-base-snapshot")
     settings = DaytonaSettings.from_environment(keepalive_s=0.5)

@@ -146,6 +146,27 @@ async def test_session_command_streams_output_while_it_runs(local_daytona):
         await sandbox.delete()
 
 
+async def test_a_session_commands_stdin_stays_open_as_on_the_daemon(local_daytona):
+    """The daemon feeds a session command's stdin from a pipe it never closes: reading stdin to the
+    end waits forever; the same command with stdin from /dev/null ends."""
+    async with client(local_daytona) as daytona:
+        sandbox = await create(daytona, "stdin")
+        await sandbox.process.create_session("s")
+        reads = await sandbox.process.execute_session_command(
+            "s", SessionExecuteRequest(command="test -p /dev/stdin && echo pipe; cat; echo eof", run_async=True))
+        redirected = await sandbox.process.execute_session_command(
+            "s", SessionExecuteRequest(command="cat </dev/null; echo eof", run_async=True))
+        deadline = time.monotonic() + 30
+        while (await sandbox.process.get_session_command("s", redirected.cmd_id)).exit_code is None:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)
+        assert (await sandbox.process.get_session_command("s", reads.cmd_id)).exit_code is None  # still reading
+        assert (await sandbox.process.get_session_command_logs("s", reads.cmd_id)).stdout == "pipe\n"
+        await sandbox.process.delete_session("s")
+        await sandbox.delete()
+
+
 async def test_upload_download_and_info_of_binary_files(local_daytona):
     payload = bytes(range(256)) + b"\xff\xfe not utf-8 \x80"
     async with client(local_daytona) as daytona:

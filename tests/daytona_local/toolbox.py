@@ -4,6 +4,11 @@ sessions whose commands run in the background, with their logs as a snapshot or 
 Each session command is its own background job (``LocalSandbox.start_bg``) run by a fresh bash, so
 a session keeps no shell state (``cd``, ``export``) from one command to the next, unlike the daemon's
 long-lived session shell; async commands of one session run concurrently instead of queueing.
+
+As on the daemon, a session command's stdin is a pipe that is never closed (the daemon writes the
+session's commands into its shell's stdin and keeps that pipe open): a command that reads stdin
+until end of file waits forever unless it redirects its stdin. Here the pipe is a FIFO inside the
+sandbox that the command's shell opens for reading and writing (so it never sees end of file).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ STDOUT_PREFIX = b"\x01\x01\x01"  # the SDK's demultiplexer markers (daytona/comm
 STDERR_PREFIX = b"\x02\x02\x02"
 LOG_POLL_S = 0.02  # how often a followed log is checked for new output
 LOG_CHUNK = 1 << 20  # bytes per frame at most; the SDK's WebSocket accepts 4 MiB messages
-STDERR_DIR = "/run/daytona-local"  # inside the sandbox: where session commands' stderr goes
+STDERR_DIR = "/run/daytona-local"  # inside the sandbox: session commands' stderr files and stdin pipes
 _TIMED_OUT = "command killed after"  # LocalSandbox.exec's note when it killed a command at its timeout
 HOME = "/root"
 
@@ -132,7 +137,9 @@ class Process:
             raise ApiError(400, "command cannot be empty", source=SOURCE_DAEMON)
         command_id = str(uuid.uuid4())
         stderr_path = f"{STDERR_DIR}/{command_id}.stderr"
-        wrapped = f"bash -c {shlex.quote(command)} 2>>{stderr_path}"
+        stdin_pipe = f"{STDERR_DIR}/{command_id}.stdin"
+        wrapped = (f"mkfifo {stdin_pipe} && exec 0<>{stdin_pipe} && rm -f {stdin_pipe} && "
+                   f"bash -c {shlex.quote(command)} 2>>{stderr_path}")  # fmt: skip
 
         def start():
             record.local.write_bytes(stderr_path, b"")  # exists before the first read of the stream
