@@ -157,14 +157,7 @@ class ControlPlane:
 
     async def stop(self, request: web.Request) -> web.Response:
         record = self._found(request)
-        record.set_state("stopping")
-        # A local sandbox cannot keep its files without its processes: stopping ends both.
-        await self.server.kill_local(record)
-        if record.json.get("autoDeleteInterval") == 0:  # ephemeral: the service deletes it on stop
-            self.state.remove(record.id)
-            record.set_state("destroyed")
-        else:
-            record.set_state("stopped")
+        await stop_sandbox(self.server, record)
         return web.json_response(record.json)
 
     async def start(self, request: web.Request) -> web.Response:
@@ -209,3 +202,16 @@ class ControlPlane:
         if record is None:
             raise web.HTTPNotFound(reason=f"Sandbox with ID or name {request.match_info['id']} not found")
         return record
+
+
+async def stop_sandbox(server: LocalDaytona, record: SandboxRecord) -> None:
+    """Stop a sandbox (a stop request, or the service's inactivity auto-stop); one whose
+    ``autoDeleteInterval`` is 0 is deleted at once, as the service deletes ephemeral sandboxes."""
+    record.set_state("stopping")
+    # A local sandbox cannot keep its files without its processes: stopping ends both.
+    await server.kill_local(record)
+    if record.json.get("autoDeleteInterval") == 0:
+        server.state.remove(record.id)
+        record.set_state("destroyed")
+    else:
+        record.set_state("stopped")

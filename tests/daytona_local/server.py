@@ -24,7 +24,7 @@ from smoldata_tui.sandbox.host_python import host_python_binds
 from smoldata_tui.sandbox import LocalSandboxBackend
 from tests.daytona_local import builds, control_plane, toolbox, toolbox_files
 from tests.daytona_local.builds import Builds
-from tests.daytona_local.faults import Faults, make_middleware
+from tests.daytona_local.faults import DROPPED, Faults, Pattern, make_middleware
 from tests.daytona_local.state import SandboxRecord, ServerState
 
 DEFAULT_IMAGES_WITH_OPENCODE = frozenset({"docker.io/savatar101/env-data-agent-train:base"})
@@ -190,10 +190,31 @@ class LocalDaytona:
 
     # -- faults -----------------------------------------------------------------------------
 
-    def fail_next(self, count: int, status: int = 503, *, path_contains: str = "", method: str | None = None) -> None:
-        """The next ``count`` matching requests get ``status`` with a Daytona error body, unexecuted."""
+    def fail_next(self, count: int, status: int = 503, *, path_contains: str = "", method: str | None = None,
+                  body_contains: str | None = None) -> None:  # fmt: skip
+        """The next ``count`` matching requests get ``status`` with a Daytona error body, unexecuted.
+        ``body_contains``: only JSON requests whose body contains it (``"opencode export"``)."""
         with self.faults.lock:
-            self.faults.fail_next(count, status, path_contains, method)
+            self.faults.fail_next(count, status, path_contains, method, _encoded(body_contains))
+
+    def drop_answer_next(self, count: int, *, path_contains: str = "", method: str | None = None,
+                         body_contains: str | None = None) -> None:  # fmt: skip
+        """The next ``count`` matching requests run, then lose their connection before the answer:
+        the client cannot tell whether they ran."""
+        with self.faults.lock:
+            self.faults.fail_next(count, DROPPED, path_contains, method, _encoded(body_contains))
+
+    def fail_every(self, every: int, status: int = 503, *, path_contains: str = "/toolbox/") -> None:
+        """From now on every ``every``-th request whose path contains ``path_contains`` (all toolbox
+        requests by default: commands, sessions, uploads, downloads) gets ``status``, unexecuted."""
+        with self.faults.lock:
+            self.faults.patterns.append(Pattern(status, every=every, path_contains=path_contains))
+
+    def fail_first_of_each_kind(self, status: int = 503) -> None:
+        """From now on the first request of each kind (method and route: create, get, exec, session
+        exec, upload, download, ...) gets ``status``, unexecuted; later ones of that kind run."""
+        with self.faults.lock:
+            self.faults.patterns.append(Pattern(status, first_of_each_kind=True))
 
     def drop_connections(self, seconds: float) -> None:
         """For ``seconds``, abort every request's connection without an answer, and abort the open log
@@ -208,6 +229,14 @@ class LocalDaytona:
             raise KeyError(sandbox_id)
         with self.state.lock:
             record.set_state(state, reason)
+
+    def auto_stop(self, sandbox_id: str) -> None:
+        """Stop the sandbox now, as Daytona's inactivity auto-stop would (deleting it when its
+        ``autoDeleteInterval`` is 0, as ours are)."""
+        record = self.state.find(sandbox_id)
+        if record is None:
+            raise KeyError(sandbox_id)
+        asyncio.run_coroutine_threadsafe(control_plane.stop_sandbox(self, record), self._loop).result()
 
     def build_image_on_create(self, seconds: float, lines: list[str] | None = None) -> None:
         """From now on, a sandbox created from an image this server has not built yet answers
@@ -225,3 +254,7 @@ class LocalDaytona:
     def create_delay(self, seconds: float) -> None:
         """Every later POST /sandbox answers ``seconds`` late (the sandbox exists meanwhile)."""
         self.faults.create_delay_s = seconds
+
+
+def _encoded(text: str | None) -> bytes | None:
+    return None if text is None else text.encode()

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from smoldata_tui.sandbox.daytona import shell
 from smoldata_tui.sandbox.daytona.bridge import Cancelled, LoopThread
-from smoldata_tui.sandbox.daytona.retry import retrying, transient_reason
+from smoldata_tui.sandbox.daytona.retry import is_ambiguous, retrying, transient_reason
 from smoldata_tui.sandbox.daytona.settings import DaytonaSettings
 from smoldata_tui.sandbox.errors import SandboxClosed, SandboxError
 from smoldata_tui.sandbox.protocol import TIMEOUT_EXIT_CODE, ExecResult
@@ -109,6 +109,12 @@ class DaytonaSandbox:
         not repeated: the failure is reported. 429, 502 and 503 (nothing ran) are retried."""
         return self._exec(cmd, envs=envs, cwd=cwd, timeout=timeout, repeatable=False)
 
+    def exec_repeatable(self, cmd: str, *, envs: dict[str, str] | None = None, cwd: str | None = None,
+                        timeout: float | None = 60) -> ExecResult:  # fmt: skip
+        """``exec`` for a command that is safe to run twice (a read such as ``opencode export``):
+        retried after any transient failure, lost connections and 500/504 included."""
+        return self._exec(cmd, envs=envs, cwd=cwd, timeout=timeout, repeatable=True)
+
     def _exec(self, cmd: str, *, envs: dict[str, str] | None = None, cwd: str | None = None,
               timeout: float | None = 60, repeatable: bool = True) -> ExecResult:  # fmt: skip
         from daytona import DaytonaTimeoutError
@@ -174,8 +180,18 @@ class DaytonaSandbox:
 
         try:
             return self._run(f"downloading {path}", lambda: self._sandbox.fs.download_file(path))
+        except SandboxLost:
+            raise
         except SandboxError as exc:
-            if isinstance(exc.__cause__, DaytonaNotFoundError):
+            # A daemon whose error part carries no status makes the SDK raise a bare DaytonaError:
+            # ask the sandbox whether the file is there.
+            missing = isinstance(exc.__cause__, DaytonaNotFoundError)
+            if not missing:
+                try:
+                    missing = not self.exists(path)
+                except SandboxError:
+                    pass  # unknown: report the download's own failure
+            if missing:
                 raise FileNotFoundError(f"{path}: no such file in Daytona sandbox {self.sandbox_id}") from None
             raise
 
@@ -220,8 +236,15 @@ class DaytonaSandbox:
         """``guard=False``: deleting or inspecting, which must go on whatever state the sandbox is in."""
         if guard and self._closed:
             raise SandboxClosed(f"Daytona sandbox {self.sandbox_id} was already deleted")
-        budget = self._settings.retry_budget_s
-        work = retrying(what, attempt, budget_s=budget, notify=self.notify, recover=recover,
+        retries = 0
+
+        def notify(message: str) -> None:
+            nonlocal retries
+            retries += 1
+            self.notify(message)
+
+        started = time.monotonic()
+        work = retrying(what, attempt, budget_s=self._settings.retry_budget_s, notify=notify, recover=recover,
                         check=self._check_state if guard else None, repeatable=repeatable)  # fmt: skip
         try:
             return self._bridge.run(work, cancel=self.interrupt if interruptible else None)
@@ -230,14 +253,20 @@ class DaytonaSandbox:
         except SandboxError:
             raise
         except Exception as exc:  # noqa: BLE001 - one clear line for every SDK failure
-            if guard and transient_reason(exc) is None:
-                self._raise_if_lost(exc)
             reason = transient_reason(exc)
-            prefix = f"Daytona gave up on {what} after {budget:g} s of retries ({reason})" if reason else f"Daytona: {what} failed"
-            raise SandboxError(f"{prefix}: {_message(exc)}") from exc
+            if guard and reason is None:
+                self._raise_if_lost(exc)
+            raise SandboxError(f"{_failure(what, reason, retries, time.monotonic() - started, repeatable)}: "
+                               f"{_message(exc)}") from exc  # fmt: skip
 
     async def _check_state(self) -> None:
-        await self._sandbox.refresh_data()
+        from daytona import DaytonaNotFoundError
+
+        try:
+            await self._sandbox.refresh_data()
+        except DaytonaNotFoundError:  # stopped and auto-deleted (auto_delete_interval=0), or deleted
+            raise SandboxLost(_lost_message(self.sandbox_id, "destroyed", "Daytona no longer knows it "
+                                            "(stopped and auto-deleted, or deleted)")) from None  # fmt: skip
         state, reason = _state_of(self._sandbox)
         if state not in GOOD_STATES:
             raise SandboxLost(_lost_message(self.sandbox_id, state, reason))
@@ -331,3 +360,13 @@ def _lost_message(sandbox_id: str, state: str, reason: str) -> str:
 def _message(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
+
+
+def _failure(what: str, reason: str | None, retries: int, elapsed_s: float, repeatable: bool) -> str:
+    """What happened to a call that failed for good, as it happened."""
+    if reason is None:
+        return f"Daytona: {what} failed"
+    if retries == 0 and not repeatable and is_ambiguous(reason):
+        return f"Daytona: {what} failed ({reason}) and was not repeated: it may already have run"
+    tries = f"{retries} retr{'y' if retries == 1 else 'ies'}"
+    return f"Daytona gave up on {what} ({reason}) after {tries} in {elapsed_s:.1f} s"

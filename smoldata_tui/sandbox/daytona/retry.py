@@ -17,7 +17,12 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 def transient_reason(exc: BaseException) -> str | None:
-    """Why ``exc`` is worth retrying ("rate limited (429)", "connection lost", ...), or None."""
+    """Why ``exc`` is worth retrying ("rate limited (429)", "connection lost", ...), or None.
+
+    Classified by what the SDK really raises: a failed file transfer is often a plain
+    ``DaytonaError`` without a status code (the bulk download calls aiohttp's
+    ``raise_for_status`` and wraps the ``ClientResponseError``), so the HTTP status is looked for
+    along the exception's causes too."""
     try:
         from daytona import DaytonaConnectionError, DaytonaError, DaytonaRateLimitError
     except ImportError:  # pragma: no cover - the backend is only built when the SDK is installed
@@ -27,7 +32,9 @@ def transient_reason(exc: BaseException) -> str | None:
     if isinstance(exc, DaytonaConnectionError):
         return "connection lost"
     if isinstance(exc, DaytonaError):
-        status = getattr(exc, "status_code", None)
+        status = http_status(exc)
+        if status == 429:
+            return "rate limited (429)"
         if status in RETRY_STATUSES:
             return f"server error ({status})"
         if status is None and "websocket closed" in str(exc).lower():
@@ -35,6 +42,21 @@ def transient_reason(exc: BaseException) -> str | None:
         return None
     if isinstance(exc, (ConnectionError, asyncio.TimeoutError)):
         return "connection lost"
+    return None
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status behind ``exc``: its own ``status_code``, else the first one along its
+    causes (a ``DaytonaError``'s ``status_code``, an aiohttp or OpenAPI exception's ``status``)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for attribute in ("status_code", "status"):
+            status = getattr(current, attribute, None)
+            if isinstance(status, int) and not isinstance(status, bool):
+                return status
+        current = current.__cause__  # set by the SDK's `raise ... from`; a __context__ may be unrelated
     return None
 
 
