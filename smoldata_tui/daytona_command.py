@@ -7,6 +7,7 @@ import sys
 from typing import TextIO
 
 from smoldata_tui.sandbox.daytona import DaytonaCredentialsMissing, DaytonaSandboxBackend, SandboxInfo, has_api_key
+from smoldata_tui.sandbox.daytona import live_runs
 from smoldata_tui.sandbox.errors import SandboxError
 
 
@@ -73,6 +74,7 @@ def _collect(backend: DaytonaSandboxBackend, sandboxes: list[SandboxInfo], out: 
             doomed.append(sandbox)
     if not doomed:
         print("nothing to delete", file=out)
+        _forget_dead_runs(out)
         return 0
     for sandbox in doomed:
         print(f"orphan {_safe(sandbox.id)} ({_safe(sandbox.name)}, {sandbox.state}, run {_safe(sandbox.labels.get('run', '?'))})", file=out)
@@ -93,7 +95,15 @@ def _collect(backend: DaytonaSandboxBackend, sandboxes: list[SandboxInfo], out: 
             print(f"could not delete {_safe(sandbox_id)}: {_safe(error)}", file=err)
         else:
             print(f"deleted {_safe(sandbox_id)}", file=out)
+    _forget_dead_runs(out)
     return 1 if failures else 0
+
+
+def _forget_dead_runs(out: TextIO) -> None:
+    """The records of runs whose process is gone (SIGKILL skips their cleanup) go with them."""
+    removed = live_runs.forget_dead()
+    if removed:
+        print(f"removed {removed} record(s) of dead runs from {live_runs.runs_dir()}", file=out)
 
 
 def _safe(text: str) -> str:

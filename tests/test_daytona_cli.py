@@ -121,6 +121,8 @@ def test_gc_deletes_the_orphan_of_a_killed_run_and_keeps_live_and_foreign_ones(t
     proc.kill()  # SIGKILL: nothing runs, the sandbox stays behind
     proc.wait(30)
     (orphan,) = local_daytona.sandbox_ids()
+    runs_dir = tmp_path / "cache" / "smoldata-tui" / "daytona-runs"
+    assert len(list(runs_dir.iterdir())) == 1  # SIGKILL skipped its cleanup
     backend = DaytonaSandboxBackend(DaytonaSettings(keepalive_s=0.5))
     live = backend.create(timeout_s=60, metadata={"run": "still-running"})  # this test process is its live owner
     foreign = asyncio.run(_create_foreign())
@@ -141,6 +143,8 @@ def test_gc_deletes_the_orphan_of_a_killed_run_and_keeps_live_and_foreign_ones(t
         assert f"deleted {orphan}" in collected.stdout
         assert "live run" in collected.stdout and "someone@elsewhere" in collected.stdout
         assert sorted(local_daytona.sandbox_ids()) == sorted([live.sandbox_id, foreign])
+        # The killed run's record went with its sandbox; the live run's stays.
+        assert sorted(path.stem for path in runs_dir.iterdir()) == [live.name]
     finally:
         live.kill()
         backend.delete([foreign])

@@ -29,11 +29,28 @@ def record(name: str) -> None:
     path = _path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {"name": name, "pid": os.getpid(), "start_time": start_time(os.getpid()), "created": time.time()}
-    path.write_text(json.dumps(state) + "\n", encoding="utf-8")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(state) + "\n", encoding="utf-8")
+    os.replace(partial, path)  # whole or absent: a reader never takes a half-written record for a dead one
 
 
 def forget(name: str) -> None:
     _path(name).unlink(missing_ok=True)
+
+
+def forget_dead() -> int:
+    """Remove the records whose owner process is gone (a SIGKILLed run leaves its record behind);
+    how many were removed. A dead owner's record protects nothing, whatever became of its sandbox."""
+    removed = 0
+    try:
+        paths = list(runs_dir().glob("*.json"))
+    except OSError:
+        return 0
+    for path in paths:
+        if live_owner(path.stem) is None:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def live_owner(name: str) -> int | None:
