@@ -5,6 +5,7 @@ the replay model and the real graders. Every test ends with the server holding n
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -146,6 +147,50 @@ def test_a_sandbox_in_error_state_is_reported_its_trace_kept_and_deleted(tmp_pat
     assert "state 'error'" in str(result.error) and "disk failure on runner" in str(result.error)
     assert result.trace_path.stat().st_size > 0  # what arrived before is saved
     assert json.loads(result.metadata_path.read_text())["status"] == "error"
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_a_sandbox_stopped_and_auto_deleted_mid_run_is_reported_and_recorded(tmp_path, local_daytona):
+    recording = _sleeping_recording(tmp_path)
+
+    def stop_it(_episode, recorder):
+        while len(recorder.bytes) == 0:
+            time.sleep(0.05)
+        (sandbox_id,) = local_daytona.sandbox_ids()
+        local_daytona.auto_stop(sandbox_id)  # auto_delete_interval=0: stopped means deleted
+
+    result, recorder = run_daytona("sales-top-region", f"replay:{recording}", tmp_path / "runs", during=stop_it)
+    assert result.status == "error" and result.error.stage == "agent running"
+    # Caught while Daytona stops it, or once it is gone (a 404): said the same way, never "not found".
+    assert re.search(r"entered state '(stopping|destroyed)'", str(result.error)), result.error
+    assert "not found" not in str(result.error)
+    saved = json.loads(result.metadata_path.read_text())
+    assert saved["status"] == "error" and saved["grade"] is None
+    assert saved["error"] == {"stage": "agent running", "message": result.error.reason}
+    assert result.trace_path.stat().st_size > 0
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_a_lost_answer_to_opencode_export_is_asked_again_and_the_grade_kept(tmp_path, local_daytona):
+    local_daytona.drop_answer_next(1, path_contains="process/execute", body_contains="opencode export ")
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs")
+    assert result.error is None, result.error
+    assert result.status == "finished" and result.grade.env_reward == 1.0
+    recover = messages(recorder, "recover calls")
+    assert any("connection lost on exec" in m for m in recover), recover
+    assert any("unfinished call(s) recovered from opencode export" in m for m in recover), recover
+    assert json.loads(result.metadata_path.read_text())["error"] is None
+    assert local_daytona.sandbox_ids() == []
+
+
+def test_an_export_that_keeps_failing_never_costs_the_grade(tmp_path, local_daytona):
+    local_daytona.fail_next(1000, 500, path_contains="process/execute", body_contains="opencode export ")
+    settings = DaytonaSettings(**{**FAST, "retry_budget_s": 3.0})
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", settings=settings)
+    assert result.error is None, result.error
+    assert result.status == "finished" and result.grade.env_reward == 1.0 and result.exit_status == 0
+    recover = messages(recorder, "recover calls")
+    assert any("opencode export failed" in m for m in recover), recover
     assert local_daytona.sandbox_ids() == []
 
 

@@ -270,7 +270,8 @@ class Episode:
             say("no sessionID in the log: nothing to recover")
             return
         binary = OPENCODE_IN_HOME if self._opencode == "opencode" else self._opencode
-        export = export_session(self._sandbox, binary, session_id, agent_environment(HOME), scrub=self._scrubber.text)
+        export = export_session(self._sandbox, binary, session_id, agent_environment(HOME), scrub=self._scrubber.text,
+                                report=say)  # fmt: skip
         if export is None:
             say("opencode export failed: unfinished calls cannot be recovered")
             return
@@ -346,6 +347,8 @@ class Episode:
         metadata.exit_code = result.exit_code
         metadata.finished_at = now_utc()
         metadata.recovered_calls = [call.to_json() for call in result.recovered]
+        if result.error is not None and result.status == "error":
+            metadata.error = {"stage": result.error.stage, "message": result.error.reason}
         if result.grade is not None:
             metadata.grade = Grade(
                 env_reward=result.grade.env_reward,

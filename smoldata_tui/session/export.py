@@ -53,11 +53,21 @@ def first_session_id(trace_path: Path, lines: int = 50) -> str | None:
 
 
 def export_session(sandbox: object, opencode: str, session_id: str, env: dict[str, str],
-                   scrub: Callable[[str], str] = str) -> dict | None:  # fmt: skip
+                   scrub: Callable[[str], str] = str,
+                   report: Callable[[str], None] = lambda _message: None) -> dict | None:  # fmt: skip
     """``opencode export <sessionID>`` run in the sandbox (its text passed through ``scrub``, which
-    masks secrets the agent printed); None when it fails."""
-    result = sandbox.exec(f"{shlex.quote(opencode)} export {shlex.quote(session_id)}", envs=env, timeout=60)
+    masks secrets the agent printed); None when it fails, with the reason given to ``report``.
+
+    The export only reads OpenCode's database, so a remote sandbox may repeat it after a dropped
+    connection (``exec_repeatable``). It never raises: the episode is graded whatever happens here."""
+    run = getattr(sandbox, "exec_repeatable", None) or sandbox.exec
+    try:
+        result = run(f"{shlex.quote(opencode)} export {shlex.quote(session_id)}", envs=env, timeout=60)
+    except Exception as exc:  # noqa: BLE001 - recovery is best effort; grading goes on
+        report(scrub(f"{type(exc).__name__}: {exc}"))
+        return None
     if result.exit_code != 0:
+        report(scrub(f"exit {result.exit_code}: {(result.stderr or result.stdout).strip()[:300]}"))
         return None
     text = scrub(result.stdout)
     start = text.find("{")  # OpenCode may print a notice before the JSON

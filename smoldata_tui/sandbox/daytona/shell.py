@@ -24,8 +24,10 @@ KILL_GRACE_S = 2.0
 def bash(script: str) -> str:
     """``script`` under bash; bash's own complaints (an image's bad locale: "setlocale: ...") are
     dropped, since Daytona would mix them into the output we parse. Commands that report stderr
-    capture it themselves."""
-    return f"bash -c {shlex.quote(script)} 2>/dev/null"
+    capture it themselves. Stdin is /dev/null for everything we run: Daytona's daemon gives a
+    session command the session shell's stdin, a pipe it never closes, and ``opencode run`` reads
+    stdin to its end before it starts, so the agent (or any job reading stdin) would wait forever."""
+    return f"bash -c {shlex.quote(script)} 2>/dev/null </dev/null"
 
 
 def _env_words(envs: dict[str, str] | None) -> str:
@@ -54,7 +56,8 @@ class ExecScript:
 
 def exec_script(cmd: str, *, envs: dict[str, str] | None, cwd: str | None, timeout: float | None) -> ExecScript:
     """``cmd`` under bash, in ``cwd`` with ``envs``, killed after ``timeout`` seconds (exit 124, as
-    ``timeout(1)`` and the protocol say), with stdin from /dev/null as on the local backend."""
+    ``timeout(1)`` and the protocol say), with stdin from /dev/null as on the local backend (see
+    :func:`bash`)."""
     marker = f"@@smoldata-{secrets.token_hex(8)}@@"
     err = f"/tmp/.smoldata-err-{marker.strip('@')}"
     run = f"env {_env_words(envs)} bash -c {shlex.quote(cmd)}" if envs else f"bash -c {shlex.quote(cmd)}"
@@ -63,7 +66,7 @@ def exec_script(cmd: str, *, envs: dict[str, str] | None, cwd: str | None, timeo
     if cwd:
         run = f"cd {shlex.quote(cwd)} && {run}"
     script = (
-        f"{{ {run} ; }} 2>{err} </dev/null; rc=$?; printf %s {marker}; base64 -w0 {err} 2>/dev/null; "
+        f"{{ {run} ; }} 2>{err}; rc=$?; printf %s {marker}; base64 -w0 {err} 2>/dev/null; "
         f"rm -f {err}; printf '%s%d' {marker} $rc"
     )
     return ExecScript(bash(script), marker)
@@ -72,15 +75,12 @@ def exec_script(cmd: str, *, envs: dict[str, str] | None, cwd: str | None, timeo
 def job_command(job_id: str, cmd: str, *, envs: dict[str, str] | None, cwd: str | None) -> str:
     """A background job: every process it starts carries ``SMOLDATA_JOB=<id>`` in its environment
     (even ones that leave its process group or session), so :func:`kill_job` finds them all.
-
-    Its stdin is /dev/null. Daytona's daemon gives a session command the session shell's stdin, a
-    pipe it never closes, and ``opencode run`` reads stdin to its end before it starts: without the
-    redirect the agent would wait forever, as would any job that reads stdin."""
+    Its stdin is /dev/null (see :func:`bash`)."""
     env = _env_words({JOB_MARKER: job_id, **(envs or {})})
     run = f"env {env} bash -c {shlex.quote(cmd)}"
     if cwd:
         run = f"cd {shlex.quote(cwd)} && {run}"
-    return bash(f"exec </dev/null; mkdir -p {JOBS_DIR} && echo $$ > {JOBS_DIR}/{job_id}.pid && {run}")
+    return bash(f"mkdir -p {JOBS_DIR} && echo $$ > {JOBS_DIR}/{job_id}.pid && {run}")
 
 
 def job_pid(job_id: str) -> str:
