@@ -22,6 +22,7 @@ output) plus, beside it, ``run.meta.json`` (the trace's stem + ``.meta.json``)::
         "grader_output": "{\\"correctness\\": 1}",
         "grader_error": null                  # set when the grader failed (not a zero)
       },
+      "error": null,                          # {"stage", "message"} when status is "error"
       "timings": {"create_sandbox": 9.8, "stage": 2.1, "agent": 84.0, "grade": 0.4},  # seconds
       "config": {"provider": "openai_compatible", "request_timeout_ms": 60000}       # no secrets
     }
@@ -164,6 +165,7 @@ class EpisodeMetadata:
     # wire_bytes}: what following the agent's log cost on the network.
     sandbox: dict = field(default_factory=dict)
     proxy_trace: str | None = None  # opencode_env's per-turn proxy records, beside the trace
+    error: dict | None = None  # why the run errored: {"stage", "message"}; null otherwise
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict:
@@ -186,6 +188,7 @@ class EpisodeMetadata:
             "recovered_calls": list(self.recovered_calls),
             "sandbox": redact(self.sandbox),
             "proxy_trace": self.proxy_trace,
+            "error": _error(self.error),
         }
 
     @property
@@ -322,8 +325,24 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         recovered_calls=_recovered_calls(data, problems),
         sandbox=_object(data, "sandbox", problems),
         proxy_trace=reader.text("proxy_trace"),
+        error=_read_error(data, problems),
         schema_version=version,
     )
+
+
+def _read_error(data: dict, problems: list[str]) -> dict | None:
+    raw = data.get("error")
+    if raw is not None and not isinstance(raw, dict):
+        problems.append(f"error should be an object, not {type(raw).__name__}: ignored")
+        return None
+    return _error(raw)
+
+
+def _error(value: dict | None) -> dict | None:
+    """``{"stage", "message"}`` as strings, credential-looking text masked; None when absent."""
+    if not value:
+        return None
+    return {name: redact_text(str(value.get(name) or "")) for name in ("stage", "message")}
 
 
 def _object(data: dict, name: str, problems: list[str]) -> dict:
