@@ -3,8 +3,9 @@
 Stage progress goes to stderr, events to stdout. The last stdout line is a JSON object with
 ``task``, ``status``, ``exit_code``, ``native_tool_calls``, ``findings`` (counts by severity),
 ``grade`` (``env_reward``, or null with the grader error) and ``trace`` (the saved path).
-Exit 0 when the episode was graded (whatever the grade), 1 when it could not be (an
-infrastructure failure, said in one line), 2 for usage errors.
+Exit 0 when the agent finished and its answer was graded (whatever the grade), 1 when not (a
+timeout, a cancel, an infrastructure failure said in one line, a grader that could not grade),
+2 for usage errors.
 """
 
 from __future__ import annotations
@@ -178,4 +179,4 @@ def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
     print(json.dumps(summary_json(result, printer), ensure_ascii=False), file=out, flush=True)
     if result.error is not None:
         print(f"smoldata-tui run: {result.error}", file=err)
-    return 0 if result.graded else 1
+    return result.exit_status

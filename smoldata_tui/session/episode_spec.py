@@ -77,7 +77,14 @@ class EpisodeResult:
 
     @property
     def graded(self) -> bool:
-        return self.grade is not None
+        """The grader gave a reward (a grader that failed, or an answer that could not be read, did not)."""
+        return self.grade is not None and self.grade.env_reward is not None
+
+    @property
+    def exit_status(self) -> int:
+        """``smoldata-tui run``'s exit status: 0 when the agent finished and its answer was graded
+        (whatever the grade), 1 otherwise (timed out, cancelled, killed, an error, not graded)."""
+        return 0 if self.status == "finished" and self.graded else 1
 
 
 def now_utc() -> str:

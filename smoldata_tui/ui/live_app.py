@@ -27,6 +27,7 @@ class LiveApp(App[None]):
         self.tasks_root = tasks_root
         self.runs = runs
         self.collector = QuietCollector()
+        self.live_screen = None  # the episode's screen: kept, since Textual empties the stack on exit
 
     def on_mount(self) -> None:
         self.collector.start()
@@ -36,7 +37,8 @@ class LiveApp(App[None]):
         if self.spec is not None:
             from smoldata_tui.ui.screens.live import LiveScreen
 
-            self.push_screen(LiveScreen(self.spec))
+            self.live_screen = LiveScreen(self.spec)
+            self.push_screen(self.live_screen)
         else:
             from smoldata_tui.ui.screens.home import HomeScreen
 
@@ -75,6 +77,11 @@ def run_live(spec: EpisodeSpec) -> int:
         return 2
     app = LiveApp(spec)
     app.run()
-    screen = next((s for s in app.screen_stack if hasattr(s, "result")), None)
-    result = getattr(screen, "result", None)
-    return 0 if result is not None and result.graded else 1
+    return episode_exit_status(app)
+
+
+def episode_exit_status(app: LiveApp) -> int:
+    """As headless: 0 when the episode's agent finished and was graded, else 1 (read once the app
+    has exited, when its screen stack is already empty)."""
+    result = getattr(app.live_screen, "result", None)
+    return result.exit_status if result is not None else 1
