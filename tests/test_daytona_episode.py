@@ -52,6 +52,17 @@ def messages(recorder: Recorder, stage: str | None = None) -> list[str]:
     return [message for name, _, message in recorder.stages if message and (stage is None or name == stage)]
 
 
+def once_events_arrive(server, action):
+    """A ``during`` callback: ``action(sandbox_id)`` once the agent's first events have arrived."""
+    def act(_episode, recorder):
+        while len(recorder.bytes) == 0:
+            time.sleep(0.05)
+        (sandbox_id,) = server.sandbox_ids()
+        action(sandbox_id)
+
+    return act
+
+
 def call_sequence(data: bytes) -> list[tuple]:
     events = [json.loads(line) for line in data.splitlines() if line.strip()]
     return [(e.get("type"), (e.get("part") or {}).get("tool"), (e.get("part") or {}).get("callID")) for e in events]
@@ -136,12 +147,7 @@ def test_a_network_drop_mid_run_loses_and_duplicates_nothing(tmp_path, local_day
 def test_a_sandbox_in_error_state_is_reported_its_trace_kept_and_deleted(tmp_path, local_daytona):
     recording = _sleeping_recording(tmp_path)
 
-    def break_it(_episode, recorder):
-        while len(recorder.bytes) == 0:
-            time.sleep(0.05)
-        (sandbox_id,) = local_daytona.sandbox_ids()
-        local_daytona.set_state(sandbox_id, "error", reason="disk failure on runner")
-
+    break_it = once_events_arrive(local_daytona, lambda sid: local_daytona.set_state(sid, "error", reason="disk failure on runner"))
     result, recorder = run_daytona("sales-top-region", f"replay:{recording}", tmp_path / "runs", during=break_it)
     assert result.status == "error" and result.error.stage == "agent running"
     assert "state 'error'" in str(result.error) and "disk failure on runner" in str(result.error)
@@ -153,12 +159,7 @@ def test_a_sandbox_in_error_state_is_reported_its_trace_kept_and_deleted(tmp_pat
 def test_a_sandbox_stopped_and_auto_deleted_mid_run_is_reported_and_recorded(tmp_path, local_daytona):
     recording = _sleeping_recording(tmp_path)
 
-    def stop_it(_episode, recorder):
-        while len(recorder.bytes) == 0:
-            time.sleep(0.05)
-        (sandbox_id,) = local_daytona.sandbox_ids()
-        local_daytona.auto_stop(sandbox_id)  # auto_delete_interval=0: stopped means deleted
-
+    stop_it = once_events_arrive(local_daytona, local_daytona.auto_stop)  # auto_delete_interval=0: stopped means deleted
     result, recorder = run_daytona("sales-top-region", f"replay:{recording}", tmp_path / "runs", during=stop_it)
     assert result.status == "error" and result.error.stage == "agent running"
     # Caught while Daytona stops it, or once it is gone (a 404): said the same way, never "not found".
