@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import select
+import stat
 import tempfile
+import threading
 import signal
 import sys
 from pathlib import Path
@@ -206,6 +209,27 @@ def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = N
     return run_headless(spec, out, err)
 
 
+def watch_reader(out: TextIO, on_closed, done: threading.Event) -> None:
+    """When stdout is a pipe, call ``on_closed`` as soon as its reader goes away (``| head -1``),
+    not at the next line printed: a long tool call prints nothing for minutes."""
+    try:
+        fd = out.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+    except (AttributeError, OSError, ValueError):
+        return
+    poller = select.poll()
+    poller.register(fd, select.POLLERR)  # on a pipe's write end: its read end was closed
+
+    def watch() -> None:
+        while not done.is_set():
+            if poller.poll(500):
+                on_closed()
+                return
+
+    threading.Thread(target=watch, name="stdout-reader-watch", daemon=True).start()
+
+
 STOP_SIGNALS = {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP", signal.SIGINT: "SIGINT (Ctrl+C)"}
 
 
@@ -221,12 +245,15 @@ def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
     episode = Episode(spec, printer)
     # A CI job cancelled, a closed terminal, Ctrl-C: stop the agent, still save and release everything.
     previous = {sig: signal.signal(sig, lambda *_, why=why: stop(why)) for sig, why in STOP_SIGNALS.items()}
+    ended = threading.Event()
+    watch_reader(out, lambda: stop("stdout closed (broken pipe)"), ended)
     try:
         result = episode.run()
     except KeyboardInterrupt:  # a second Ctrl-C while the first one's cleanup ran
         print("smoldata-tui run: interrupted; the sandbox was released", file=err)
         return 130
     finally:
+        ended.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     printer.finish()

@@ -27,7 +27,7 @@ class TerminalApp:
         pid, master = pty.fork()
         if pid == 0:  # the child: a terminal of a known size, then the app
             try:
-                fcntl.ioctl(sys.stdout.fileno(), termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+                fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
                 os.chdir(cwd)
                 os.execve(sys.executable, [sys.executable, "-m", "smoldata_tui", *args], env)
             finally:
@@ -65,13 +65,13 @@ class TerminalApp:
 
     def wait(self, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while self.returncode is None and time.monotonic() < deadline:
             done, status = os.waitpid(self.pid, os.WNOHANG)
             if done:
                 self.returncode = os.waitstatus_to_exitcode(status)
                 return self.returncode
             time.sleep(0.1)
-        return None
+        return self.returncode
 
     def snapshot_processes(self) -> dict[int, int]:
         """Every process below the app now (bwrap, OpenCode, the agent's tools): pid -> start time."""
