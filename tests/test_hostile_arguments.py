@@ -74,7 +74,15 @@ def test_run_refuses_an_unusable_save_folder(tmp_path):
         _one_line_usage_error(run_cli(*RUN, "--save", str(locked)), "--save", "cannot write")
 
 
-@pytest.mark.parametrize("task", ["../sales-top-region", "/etc", "sales-top-region/../sales-top-region", ".", ".."])
+@pytest.mark.parametrize("task", ["../outside/sales-top-region", "ABSOLUTE", "sales-top-region/../sales-top-region",
+                                  ".", ".."])  # fmt: skip
 def test_run_refuses_a_task_that_is_a_path(tmp_path, task):
-    args = [*RUN[:2], task, *RUN[3:], "--save", str(tmp_path / "runs")]
+    from smoldata_tui.tasks import default_task_root
+
+    # A real task outside the task set: a path would reach it.
+    for folder in ("tasks", "outside"):
+        shutil.copytree(default_task_root() / "sales-top-region", tmp_path / folder / "sales-top-region")
+    task = str(tmp_path / "outside" / "sales-top-region") if task == "ABSOLUTE" else task
+    args = [*RUN[:2], task, *RUN[3:], "--tasks", str(tmp_path / "tasks"), "--save", str(tmp_path / "runs")]
     _one_line_usage_error(run_cli(*args), "--task", "not a path")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
