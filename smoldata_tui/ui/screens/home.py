@@ -6,6 +6,7 @@ starts the live episode. ``e`` browses the saved episodes with the trace picker.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -161,7 +162,7 @@ class LaunchForm(ModalScreen[None]):
         value = {name: self.query_one(f"#{name}", Input).value.strip() for name in ("model", "base-url", "api-key", "timeout")}
         try:
             timeout = float(value["timeout"] or 600)
-            if timeout <= 0:
+            if not (math.isfinite(timeout) and timeout > 0):  # nan and inf parse as floats
                 raise ValueError
         except ValueError:
             self._error("the timeout must be a positive number of seconds")
