@@ -46,14 +46,13 @@ def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[Path
     for argument in arguments:
         path = Path(argument)
         if path.is_dir():
-            candidates = sorted(p for p in path.rglob("*.jsonl") if is_trace_name(p.name) and not p.is_dir())
             found = []
-            for candidate in candidates:
+            for candidate in sorted(p for p in path.rglob("*.jsonl") if is_trace_name(p.name)):
                 kind = special_kind(candidate)
-                if kind is None:
-                    found.append(candidate)
-                else:
+                if kind is not None and kind != "a directory":
                     print(f"smoldata-tui check: skipped {candidate}: {kind}, not a regular file", file=err or sys.stderr)
+                elif candidate.is_file():
+                    found.append(candidate)
             if not found:
                 raise UsageError(f"{argument}: no *.jsonl trace files in this directory")
             traces.extend(found)

@@ -21,7 +21,8 @@ from smoldata_tui.tasks import default_task_root
 from .conftest import SAMPLES
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
-from .test_live_exits import AGENT_START_S, STOP_S, _slow_recording, _wait_for
+from .test_episode_local import _sleeping_recording
+from .test_live_exits import AGENT_START_S, STOP_S, _wait_for
 
 pytestmark = pytest.mark.usefixtures("opencode_bin")
 
@@ -110,7 +111,7 @@ def test_a_fifo_in_the_task_input_is_refused_not_waited_on(tmp_path, sandboxes):
 
 def test_a_reader_that_goes_away_stops_the_episode_and_fails_the_run(tmp_path, sandboxes):  # noqa: F811
     marker = f"head-closed-{os.getpid()}"
-    run = Headless(tmp_path, "sales-top-region", _slow_recording(tmp_path, marker), stdout=subprocess.PIPE)
+    run = Headless(tmp_path, "sales-top-region", _sleeping_recording(tmp_path, marker), stdout=subprocess.PIPE)
     first = run.process.stdout.readline()  # what `| head -1` reads before it exits
     assert first.strip(), run.stderr
     assert _wait_for(lambda: processes_matching(marker), AGENT_START_S)

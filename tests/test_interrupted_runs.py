@@ -27,7 +27,8 @@ from smoldata_tui.session.model_endpoint import REPLAY_API_KEY
 from .conftest import ROOT
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
-from .test_live_exits import AGENT_START_S, _slow_recording, _wait_for
+from .test_episode_local import _sleeping_recording
+from .test_live_exits import AGENT_START_S, _wait_for
 
 
 def _dead_owner() -> dict:
@@ -76,7 +77,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_after_sigkill_the_episode_reads_interrupted_and_local_gc_cleans_up(tmp_path, sandboxes):  # noqa: F811
     marker = f"killed-run-{os.getpid()}"
-    recording = _slow_recording(tmp_path, marker)
+    recording = _sleeping_recording(tmp_path, marker)
     runs = tmp_path / "runs"
     run = subprocess.Popen(
         [sys.executable, "-m", "smoldata_tui", "run", "--task", "sales-top-region", "--model", f"replay:{recording}",

@@ -13,28 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.trace.build import TraceBuilder
-
 from .live_pty import TerminalApp, still_alive
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs, sandboxes  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("opencode_bin")
 AGENT_START_S = 240  # a loaded CI machine can take minutes to start OpenCode
 STOP_S = 120  # TERM grace, `opencode export`, removing the sandbox: seconds, but a loaded machine is slow
-
-
-def _slow_recording(tmp_path: Path, marker: str) -> Path:
-    builder = TraceBuilder()
-    builder.step_start()
-    builder.bash(f"sleep 300 && echo {marker}", f"{marker}\n")
-    builder.step_finish("tool-calls")
-    builder.step_start()
-    builder.text("finished")
-    builder.step_finish("stop")
-    path = tmp_path / "slow.jsonl"
-    path.write_bytes(builder.dumps())
-    return path
 
 
 def _wait_for(condition, timeout: float) -> bool:
@@ -60,7 +45,7 @@ WAYS = {
 @pytest.mark.parametrize("way", list(WAYS))
 def test_every_way_out_of_a_live_run_stops_the_agent_and_says_why(tmp_path, sandboxes, way):  # noqa: F811
     marker = f"slow-agent-{os.getpid()}-{abs(hash(way))}"
-    recording = _slow_recording(tmp_path, marker)
+    recording = _sleeping_recording(tmp_path, marker)
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48"}
     runs = tmp_path / "runs"
     app = TerminalApp(["run", "--task", "sales-top-region", "--model", f"replay:{recording}", "--save", str(runs)],
