@@ -63,23 +63,24 @@ def _task_copy(tmp_path: Path, name: str) -> Path:
     return root
 
 
-def test_sigterm_while_pull_bucket_runs_stops_it_at_once(tmp_path, sandboxes):  # noqa: F811
-    marker = f"6{os.getpid()}"  # `sleep 6<pid>`: ours alone among the host's processes
+@pytest.mark.parametrize(("signum", "reason", "status"), [(signal.SIGTERM, "SIGTERM", 1), (signal.SIGINT, "SIGINT (Ctrl+C)", 130)])
+def test_a_signal_while_pull_bucket_runs_stops_it_at_once(tmp_path, sandboxes, signum, reason, status):  # noqa: F811
+    marker = f"6{os.getpid()}{signum}"  # `sleep 6<pid>`: ours alone among the host's processes
     tasks = _task_copy(tmp_path, "sensor-fault-rate")
     (tasks / "sensor-fault-rate" / "environment" / "pull_bucket.py").write_text(
         f"import subprocess\nsubprocess.run(['sleep', '{marker}'])\n"
     )
     run = Headless(tmp_path, "sensor-fault-rate", SAMPLES / "clean_pass.jsonl", tasks=tasks)
     assert _wait_for(lambda: processes_matching(f"sleep {marker}"), AGENT_START_S), run.stderr
-    run.process.send_signal(signal.SIGTERM)
+    run.process.send_signal(signum)
     started = time.monotonic()
-    assert run.finish(STOP_S) == 1, run.stderr
+    assert run.finish(STOP_S) == status, run.stderr
     assert time.monotonic() - started < STOP_S
     assert _wait_for(lambda: not processes_matching(f"sleep {marker}"), 10)
     assert sandbox_dirs(sandboxes) == []
     metadata = run.metadata()
-    assert metadata["status"] == "cancelled" and metadata["stop_reason"] == "SIGTERM", metadata
-    assert run.said("stopped by SIGTERM")
+    assert metadata["status"] == "cancelled" and metadata["stop_reason"] == reason, metadata
+    assert run.said(f"stopped by {reason}")
 
 
 def test_sigterm_while_the_grader_runs_stops_it_at_once(tmp_path, sandboxes):  # noqa: F811
