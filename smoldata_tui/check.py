@@ -12,6 +12,7 @@ from typing import TextIO
 import orjson
 
 from smoldata_tui.trace import Severity, TraceReport
+from smoldata_tui.trace.file_kind import special_kind
 from smoldata_tui.trace.parallel import analyze_path_parallel
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -34,20 +35,31 @@ class Checked:
         return any(finding.severity is Severity.ERROR for finding in self.report.findings)
 
 
-def collect_traces(arguments: list[str]) -> list[Path]:
+def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[Path]:
     """Files as given; directories expand to their ``*.jsonl`` traces (recursively, sorted; a
-    proxy trace beside an episode is not one)."""
+    proxy trace beside an episode is not one). Only regular files are read: a FIFO or a device
+    named as an argument is a usage error, one found in a directory is skipped with a line on
+    ``err`` (reading it would block, or never end)."""
     if not arguments:
         raise UsageError("give at least one trace file or directory")
     traces: list[Path] = []
     for argument in arguments:
         path = Path(argument)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*.jsonl") if p.is_file() and is_trace_name(p.name))
+            found = []
+            for candidate in sorted(p for p in path.rglob("*.jsonl") if is_trace_name(p.name)):
+                kind = special_kind(candidate)
+                if kind is not None and kind != "a directory":
+                    print(f"smoldata-tui check: skipped {candidate}: {kind}, not a regular file", file=err or sys.stderr)
+                elif candidate.is_file():
+                    found.append(candidate)
             if not found:
                 raise UsageError(f"{argument}: no *.jsonl trace files in this directory")
             traces.extend(found)
         elif path.exists():
+            kind = special_kind(path)
+            if kind is not None:
+                raise UsageError(f"{argument}: {kind}, not a regular file (save the stream to a file first)")
             traces.append(path)
         else:
             raise UsageError(f"{argument}: no such file or directory")

@@ -73,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         )
     _add_run_parser(commands)
     _add_daytona_parser(commands)
+    _add_local_parser(commands)
     return parser
 
 
@@ -90,6 +91,23 @@ def _add_daytona_parser(commands) -> None:
     gc = actions.add_parser("gc", help="delete our sandboxes that no live run uses")
     gc.add_argument("--yes", action="store_true", help="delete without asking")
     gc.add_argument("--all-owners", action="store_true", help="also other users' and machines' sandboxes")
+
+
+def _add_local_parser(commands) -> None:
+    local = commands.add_parser(
+        "local",
+        help="list or clean up the local (bubblewrap) sandboxes a killed run left behind",
+        description="A run removes its local sandbox on every exit short of SIGKILL. `ls` lists the sandbox "
+        "folders in $XDG_CACHE_HOME/smoldata-tui/sandboxes with their owner process; `gc` ends the processes and "
+        "removes the folders of those whose owner is gone, and marks saved episodes whose process is gone "
+        "interrupted. Exit 1 when there was something to do and it was not done.",
+    )
+    actions = local.add_subparsers(dest="local_action", metavar="ACTION", required=True)
+    ls = actions.add_parser("ls", help="list the local sandboxes")
+    ls.add_argument("--json", action="store_true", help="one JSON object per sandbox")
+    gc = actions.add_parser("gc", help="remove the sandboxes of dead runs, mark their episodes interrupted")
+    gc.add_argument("--yes", action="store_true", help="do it without asking")
+    gc.add_argument("--save", default="runs", metavar="DIR", help="where episodes are saved (default ./runs)")
 
 
 def _add_run_parser(commands) -> None:
@@ -148,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
             from smoldata_tui.daytona_command import run_daytona_cli
 
             return run_daytona_cli(args)
+        if args.command == "local":
+            from smoldata_tui.local_command import run_local_cli
+
+            return run_local_cli(args)
         if args.command == "opencode":
             from smoldata_tui.session.opencode_install import run_opencode_cli
 

@@ -5,13 +5,19 @@ Stage progress goes to stderr, events to stdout. The last stdout line is a JSON 
 ``grade`` (``env_reward``, or null with the grader error) and ``trace`` (the saved path).
 Exit 0 when the agent finished and its answer was graded (whatever the grade), 1 when not (a
 timeout, a cancel, an infrastructure failure said in one line, a grader that could not grade),
-2 for usage errors.
+2 for usage errors. SIGTERM, SIGHUP, SIGINT (exit 130) and a closed stdout (``| head``) stop the
+agent, save what was received and release the sandbox.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import select
+import stat
+import tempfile
+import threading
 import signal
 import sys
 from pathlib import Path
@@ -30,10 +36,14 @@ class UsageError(Exception):
 
 
 class HeadlessPrinter:
-    """Prints stage lines and one line per event, reading event bytes back from the trace file."""
+    """Prints stage lines and one line per event, reading event bytes back from the trace file.
+    When the reader of stdout goes away (``| head -1``), ``on_closed`` is called once and
+    nothing more is printed there."""
 
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    def __init__(self, out: TextIO, err: TextIO, on_closed=None) -> None:
         self.out, self.err = out, err
+        self.on_closed = on_closed
+        self.closed = False
         self.analysis = TraceAnalysis(keep_events=True)
         self.trace_path: Path | None = None
         self._printed = 0
@@ -57,9 +67,22 @@ class HeadlessPrinter:
         self.analysis.finish()
         self._print_new()
 
+    def print_line(self, line: str) -> None:
+        if self.closed:
+            return
+        try:
+            print(line, file=self.out, flush=True)
+        except BrokenPipeError:
+            self.closed = True
+            # Later flushes (at exit too) go nowhere instead of raising again.
+            with open(os.devnull, "w") as devnull:
+                os.dup2(devnull.fileno(), self.out.fileno())
+            if self.on_closed is not None:
+                self.on_closed()
+
     def _print_new(self) -> None:
         events = self.analysis.events
-        if self.trace_path is None or self._printed >= len(events):
+        if self.closed or self.trace_path is None or self._printed >= len(events):
             return
         with open(self.trace_path, "rb") as trace:
             for record in events[self._printed :]:
@@ -76,12 +99,14 @@ class HeadlessPrinter:
                     f"{summary.status or '':<10}",
                     summary.title,
                 ]
-                print(clip("  ".join(columns), 300), file=self.out, flush=True)
+                self.print_line(clip("  ".join(columns), 300))
         self._printed = len(events)
 
 
 def _find_task(name: str, tasks_dir: str | None):
     root = Path(tasks_dir) if tasks_dir else default_task_root()
+    if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise UsageError(f"--task takes the name of a task folder inside {root} (e.g. sales-top-region), not a path: {name!r}")
     folder = root / name
     if not folder.is_dir():
         known = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))) if root.is_dir() else []
@@ -116,8 +141,30 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
     }
 
 
+def _check_timeout(seconds: float) -> float:
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"--timeout must be a positive number of seconds, not {seconds:g}")
+    return seconds
+
+
+def _check_save_dir(folder: str) -> Path:
+    """The folder episodes are saved in, made and proven writable now: not after the agent ran."""
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--save {folder}: not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe, name = tempfile.mkstemp(prefix=".smoldata-write-test-", dir=path)
+        os.close(probe)
+        os.unlink(name)
+    except OSError as exc:
+        raise UsageError(f"--save {folder}: cannot write there ({exc.strerror or exc})") from None
+    return path
+
+
 def episode_spec(args) -> EpisodeSpec:
     """The episode the arguments describe; raises TaskError, EndpointError or UsageError."""
+    timeout_s = _check_timeout(args.timeout)
     task = _find_task(args.task, args.tasks)
     daytona = None
     if args.backend == "daytona":
@@ -134,13 +181,14 @@ def episode_spec(args) -> EpisodeSpec:
             require_opencode_env()
         except HarnessUnavailable as exc:
             raise UsageError(str(exc)) from None
+    save_dir = _check_save_dir(args.save)
     endpoint = open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
     return EpisodeSpec(
         task=task,
         endpoint=endpoint,
         backend=args.backend,
-        timeout_s=args.timeout,
-        save_dir=Path(args.save),
+        timeout_s=timeout_s,
+        save_dir=save_dir,
         opencode_version=args.opencode_version,
         opencode_bin=args.opencode_bin,
         daytona=daytona,
@@ -162,21 +210,58 @@ def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = N
     return run_headless(spec, out, err)
 
 
+def watch_reader(out: TextIO, on_closed, done: threading.Event) -> None:
+    """When stdout is a pipe, call ``on_closed`` as soon as its reader goes away (``| head -1``),
+    not at the next line printed: a long tool call prints nothing for minutes."""
+    try:
+        fd = out.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+    except (AttributeError, OSError, ValueError):
+        return
+    poller = select.poll()
+    poller.register(fd, select.POLLERR)  # on a pipe's write end: its read end was closed
+
+    def watch() -> None:
+        while not done.is_set():
+            if poller.poll(500):
+                on_closed()
+                return
+
+    threading.Thread(target=watch, name="stdout-reader-watch", daemon=True).start()
+
+
+STOP_SIGNALS = {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP", signal.SIGINT: "SIGINT (Ctrl+C)"}
+
+
 def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
-    printer = HeadlessPrinter(out, err)
+    episode: Episode | None = None
+    stopped: list[str] = []
+
+    def stop(reason: str) -> None:
+        stopped.append(reason)
+        episode.cancel(reason)
+
+    printer = HeadlessPrinter(out, err, on_closed=lambda: stop("stdout closed (broken pipe)"))
     episode = Episode(spec, printer)
-    # SIGTERM (a CI job cancelled) stops the agent and still saves and releases everything.
-    previous = {sig: signal.signal(sig, lambda *_: episode.cancel()) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    # A CI job cancelled, a closed terminal, Ctrl-C: stop the agent, still save and release everything.
+    previous = {sig: signal.signal(sig, lambda *_, why=why: stop(why)) for sig, why in STOP_SIGNALS.items()}
+    ended = threading.Event()
+    watch_reader(out, lambda: stop("stdout closed (broken pipe)"), ended)
     try:
         result = episode.run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's cleanup ran
         print("smoldata-tui run: interrupted; the sandbox was released", file=err)
         return 130
     finally:
+        ended.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     printer.finish()
-    print(json.dumps(summary_json(result, printer), ensure_ascii=False), file=out, flush=True)
+    printer.print_line(json.dumps(summary_json(result, printer), ensure_ascii=False))
     if result.error is not None:
         print(f"smoldata-tui run: {result.error}", file=err)
+    if stopped:
+        print(f"smoldata-tui run: stopped by {stopped[0]}; what was received is saved, the sandbox released", file=err)
+        return 130 if stopped[0].startswith("SIGINT") else 1
     return result.exit_status

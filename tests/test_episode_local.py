@@ -137,10 +137,11 @@ def test_the_api_key_is_never_saved_or_reported(tmp_path, sandboxes, monkeypatch
     assert sandbox_dirs(sandboxes) == []
 
 
-def _sleeping_recording(tmp_path: Path) -> Path:
+def _sleeping_recording(tmp_path: Path, marker: str = "done-sleeping") -> Path:
+    """A recorded episode whose one bash call sleeps 300 s; ``marker`` makes its command line unique."""
     builder = TraceBuilder()
     builder.step_start()
-    builder.bash("sleep 300 && echo done-sleeping", "done-sleeping\n")
+    builder.bash(f"sleep 300 && echo {marker}", f"{marker}\n")
     builder.step_finish("tool-calls")
     builder.step_start()
     builder.text("finished")

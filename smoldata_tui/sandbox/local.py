@@ -90,6 +90,8 @@ class LocalSandboxBackend:
         every command; ``metadata`` is kept on the sandbox and in its ``sandbox.json``."""
         bwrap = bubblewrap.find_bwrap(self._bwrap)
         bubblewrap.ensure_usable(bwrap)
+        # What a SIGKILLed run left (its files, the endpoint key in its opencode.json) goes now.
+        registry.remove_stale(self.base_dir)
         sandbox_id = f"sbx-{secrets.token_hex(6)}"
         control_dir = self.base_dir / sandbox_id
         try:
@@ -166,6 +168,8 @@ class LocalSandbox:
             self._keeper_pidfd, self._userns_fd, self._pidns_fd = opened
             if os.fstat(self._pidns_fd).st_ino != info["pid-namespace"]:  # its pid was reused already
                 raise SandboxError("the sandbox's keeper ended while starting")
+            keepers = (self._keeper.pid, self._keeper_pid)
+            registry.record_processes(self.control_dir, [(pid, processes.start_time(pid)) for pid in keepers])
         except BaseException:
             for fd in opened:
                 os.close(fd)

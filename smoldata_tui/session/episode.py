@@ -38,7 +38,7 @@ from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the
 )
 from smoldata_tui.session.export import export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, save_metadata
+from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, owner_record, save_metadata
 from smoldata_tui.session.opencode_config import (
     agent_command,
     agent_environment,
@@ -84,6 +84,7 @@ class Episode:
         self.spec = spec
         self.observer = observer
         self._cancel = threading.Event()
+        self._stop_reason: str | None = None
         self._sandbox = None
         self._session = None  # opencode_env's OpenCodeSession, with --harness opencode-env
         self._opencode = "opencode"  # how the agent command names the binary inside the sandbox
@@ -93,8 +94,10 @@ class Episode:
         self._opencode_json = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
         self._scrubber = SecretScrubber([endpoint.api_key])
 
-    def cancel(self) -> None:
-        """Stop the agent, keep what was received, grade nothing, release the sandbox."""
+    def cancel(self, reason: str | None = None) -> None:
+        """Stop the agent, keep what was received, grade nothing, release the sandbox. ``reason``
+        (the first one given) is saved as the metadata's ``stop_reason``."""
+        self._stop_reason = self._stop_reason or reason
         self._cancel.set()
         interrupt = getattr(self._sandbox, "interrupt", None)
         if interrupt is not None:
@@ -114,6 +117,7 @@ class Episode:
             opencode_version=spec.opencode_version,
             started_at=now_utc(),
             status="running",
+            owner=owner_record(),  # a reader that finds it running with this process gone says interrupted
             trace=trace_path.name,
             config=redacted(self._opencode_json),
         )
@@ -155,7 +159,7 @@ class Episode:
         else:
             raise EpisodeFailed("create sandbox", f"unknown backend {spec.backend!r} (use {' or '.join(BACKENDS)})")
         with self._stage("stage task", result) as say:
-            files = stage_task(self._sandbox, spec.task, progress=say)
+            files = stage_task(self._sandbox, spec.task, progress=say, cancel=self._cancel)
             say(f"{files} input file{'s' if files != 1 else ''} in /home/user/input")
             if self._session is None:  # opencode_env wrote its own
                 self._write_agent_files()
@@ -167,7 +171,10 @@ class Episode:
             self.observer.stage("grading", "skipped", 0.0, "cancelled: not graded")
             return
         with self._stage("grading", result) as say:
-            result.grade = grade_answer(self._sandbox, spec.task)
+            result.grade = grade_answer(self._sandbox, spec.task, cancel=self._cancel)
+            if self._cancel.is_set():  # the grader was stopped: no grade
+                result.grade = None
+                raise EpisodeFailed("grading", "cancelled")
             say(_grade_line(result.grade))
 
     def _open_with_opencode_env(self, result: EpisodeResult, metadata: dict[str, str]) -> None:
@@ -344,6 +351,7 @@ class Episode:
         _save_json(result.trace_path.with_name("run.divergence.json"), result.divergences)
         metadata = result.metadata
         metadata.status = result.status
+        metadata.stop_reason = self._stop_reason if self._cancel.is_set() else None
         metadata.exit_code = result.exit_code
         metadata.finished_at = now_utc()
         metadata.recovered_calls = [call.to_json() for call in result.recovered]

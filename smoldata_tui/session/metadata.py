@@ -14,7 +14,9 @@ output) plus, beside it, ``run.meta.json`` (the trace's stem + ``.meta.json``)::
       "opencode_version": "1.18.31",
       "started_at": "2026-01-01T00:00:00Z",   # ISO 8601, UTC
       "finished_at": "2026-01-01T00:01:24Z",  # null while running
-      "status": "finished",                   # running / finished / killed / timeout / cancelled / error
+      "status": "finished",                   # running / finished / killed / timeout / cancelled / error / interrupted
+      "stop_reason": null,                    # what stopped it early: "q", "Ctrl+C", "SIGTERM", "SIGHUP (terminal closed)"…
+      "owner": {"pid": 4242, "start_time": 123456, "boot_id": "…", "host": "box"},  # the process running it
       "exit_code": 0,                         # the agent's exit code, null while running
       "grade": {                              # null until graded
         "env_reward": 1.0,                    # VerifyResult.env_reward
@@ -30,7 +32,10 @@ output) plus, beside it, ``run.meta.json`` (the trace's stem + ``.meta.json``)::
 Every field but ``format`` and ``schema_version`` may be missing or null. Readers ignore
 keys they do not know (newer writers may add some) and refuse a newer major
 ``schema_version`` with a clear message. The live runner writes the file at the start of an
-episode (``status: running``) and rewrites it, atomically, whenever something changes.
+episode (``status: running``, with its ``owner`` process) and rewrites it, atomically, whenever
+something changes. A ``running`` episode whose owner is gone (SIGKILL, a crash, a reboot) never
+got to say how it ended: :func:`effective_status` reads it as ``interrupted``, and every reader
+shows that.
 
 Secrets never reach the file or the screen: :func:`redact` drops every config key whose
 name contains key/token/secret/password/authorization and every value that looks like a
@@ -44,6 +49,7 @@ import json
 import math
 import os
 import re
+import socket
 import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -59,7 +65,7 @@ SIDECAR_SUFFIXES = (".proxy.jsonl",)
 def is_trace_name(name: str) -> bool:
     """Whether a file name is an agent trace: ``*.jsonl``, but not a sidecar of one."""
     return name.endswith(".jsonl") and not name.endswith(SIDECAR_SUFFIXES)
-STATUSES = ("running", "finished", "killed", "timeout", "cancelled", "error")
+STATUSES = ("running", "finished", "killed", "timeout", "cancelled", "error", "interrupted")
 MAX_METADATA_BYTES = 4 << 20  # a metadata file is small; anything bigger is not one
 REDACTED = "[redacted]"
 
@@ -166,7 +172,13 @@ class EpisodeMetadata:
     sandbox: dict = field(default_factory=dict)
     proxy_trace: str | None = None  # opencode_env's per-turn proxy records, beside the trace
     error: dict | None = None  # why the run errored: {"stage", "message"}; null otherwise
+    stop_reason: str | None = None  # what stopped the episode early (a key, a signal, a closed terminal)
+    owner: dict = field(default_factory=dict)  # {pid, start_time, boot_id, host} of the running process
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def effective_status(self) -> str | None:
+        return effective_status(self)
 
     def to_json(self) -> dict:
         return {
@@ -189,6 +201,8 @@ class EpisodeMetadata:
             "sandbox": redact(self.sandbox),
             "proxy_trace": self.proxy_trace,
             "error": _error(self.error),
+            "stop_reason": self.stop_reason,
+            "owner": dict(self.owner),
         }
 
     @property
@@ -214,6 +228,62 @@ def parse_time(text: str | None) -> datetime | None:
 def format_time(moment: datetime) -> str:
     """The inverse of :func:`parse_time`, to the second, in UTC."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- who runs an episode -------------------------------------------------------------------------
+def _boot_id() -> str | None:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def owner_record() -> dict:
+    """This process, named for good: pid + start time (pids are reused) + boot id (start times
+    restart at boot) + host (a runs folder may be shared)."""
+    from smoldata_tui.sandbox.processes import start_time
+
+    pid = os.getpid()
+    return {"pid": pid, "start_time": start_time(pid), "boot_id": _boot_id(), "host": socket.gethostname()}
+
+
+def owner_alive(owner: dict) -> bool | None:
+    """Whether the process an :func:`owner_record` names still runs; None when this machine
+    cannot tell (no record, or another host's)."""
+    from smoldata_tui.sandbox.processes import start_time
+
+    pid, started = owner.get("pid"), owner.get("start_time")
+    if not isinstance(pid, int) or isinstance(pid, bool) or started is None:
+        return None
+    if owner.get("host") not in (None, socket.gethostname()):
+        return None
+    boot = owner.get("boot_id")
+    if boot is not None and _boot_id() is not None and boot != _boot_id():
+        return False  # the machine restarted since
+    return start_time(pid) == started
+
+
+def effective_status(metadata: EpisodeMetadata | None) -> str | None:
+    """The status to show: the saved one, except that a ``running`` episode whose owner process
+    is gone is ``interrupted`` (it was SIGKILLed or crashed before it could save its end). The one
+    place this is decided: the viewer, the picker, the home screen and ``gc`` all ask here."""
+    if metadata is None:
+        return None
+    if metadata.status == "running" and owner_alive(metadata.owner) is False:
+        return "interrupted"
+    return metadata.status
+
+
+def mark_interrupted(path: str | os.PathLike[str]) -> bool:
+    """Rewrite a saved episode whose owner is gone as ``interrupted``; True when it was one."""
+    metadata = load_metadata(path)
+    if metadata is None or metadata.status != "running" or effective_status(metadata) != "interrupted":
+        return False
+    metadata.status = "interrupted"
+    metadata.stop_reason = metadata.stop_reason or "its process ended without saving (killed or crashed)"
+    save_metadata(path, metadata)
+    return True
 
 
 def metadata_path_for(trace: str | os.PathLike[str]) -> Path:
@@ -326,6 +396,8 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         sandbox=_object(data, "sandbox", problems),
         proxy_trace=reader.text("proxy_trace"),
         error=_read_error(data, problems),
+        stop_reason=reader.text("stop_reason"),
+        owner=_object(data, "owner", problems),
         schema_version=version,
     )
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from smoldata_tui.tasks.cancellable import kill_group_when
 from smoldata_tui.tasks.envvars import redact, resolve_verifier_env, secrets_of
 from smoldata_tui.tasks.errors import UnsetVariableError
 from smoldata_tui.tasks.model import SANDBOX_ANSWER_PATH, Task
@@ -88,7 +89,8 @@ def binary_correctness(value: Any) -> int | None:
     return None
 
 
-def _run(command: list[str], *, cwd: str, env: dict[str, str], answer: str, timeout: float) -> tuple[int | None, str, str]:
+def _run(command: list[str], *, cwd: str, env: dict[str, str], answer: str, timeout: float,
+         cancel: Any = None) -> tuple[int | None, str, str]:  # fmt: skip
     """(exit code or None on timeout, stdout, stderr). The whole process group dies on timeout."""
     process = subprocess.Popen(
         command,
@@ -99,6 +101,7 @@ def _run(command: list[str], *, cwd: str, env: dict[str, str], answer: str, time
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own group, so a grader's children die with it
     )
+    kill_group_when(cancel, process)  # a cancelled episode (SIGTERM, SIGHUP) stops the grader now
     try:
         out, err = process.communicate(answer.encode("utf-8", "replace"), timeout=timeout)
         code: int | None = process.returncode
@@ -121,9 +124,11 @@ def _shown(stdout: str, secrets: Mapping[str, str]) -> str:
 
 
 def run_grader(
-    task: Task, answer: str, *, environ: Mapping[str, str] = os.environ, timeout: float | None = None
+    task: Task, answer: str, *, environ: Mapping[str, str] = os.environ, timeout: float | None = None,
+    cancel: Any = None,
 ) -> GradeResult:
-    """Grade ``answer`` with the task's grader (no sandbox needed)."""
+    """Grade ``answer`` with the task's grader (no sandbox needed); ``cancel`` (a threading.Event)
+    kills it when set."""
     started = time.monotonic()
     timeout = task.grader_timeout_s if timeout is None else timeout
     secrets = secrets_of(task.verifier_env, environ)
@@ -139,7 +144,8 @@ def run_grader(
         return failure(f"grader not run: {exc.problem}")
     try:
         code, stdout, stderr = _run(
-            [sys.executable, str(task.grader), "--json"], cwd=str(task.folder), env=env, answer=answer, timeout=timeout
+            [sys.executable, str(task.grader), "--json"], cwd=str(task.folder), env=env, answer=answer, timeout=timeout,
+            cancel=cancel,
         )
     except OSError as exc:
         return failure(f"grader could not start: {exc.strerror or exc}")
@@ -161,7 +167,8 @@ def run_grader(
 
 
 def grade_answer(
-    sandbox: Any, task: Task, *, environ: Mapping[str, str] = os.environ, timeout: float | None = None
+    sandbox: Any, task: Task, *, environ: Mapping[str, str] = os.environ, timeout: float | None = None,
+    cancel: Any = None,
 ) -> GradeResult:
     """Read the agent's answer from ``sandbox`` and grade it on the host."""
     started = time.monotonic()
@@ -170,7 +177,7 @@ def grade_answer(
     except Exception as exc:  # noqa: BLE001 - a dead sandbox is an ungraded episode, not a crash
         problem = neutralize(f"could not read {SANDBOX_ANSWER_PATH} from the sandbox: {type(exc).__name__}: {exc}")
         return GradeResult(None, None, "", problem[:500], time.monotonic() - started)
-    return run_grader(task, answer, environ=environ, timeout=timeout)
+    return run_grader(task, answer, environ=environ, timeout=timeout, cancel=cancel)
 
 
 def to_verify_result(grade: GradeResult) -> Any:

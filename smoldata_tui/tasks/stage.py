@@ -16,14 +16,17 @@ from __future__ import annotations
 import base64
 import os
 import shlex
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from smoldata_tui.tasks.cancellable import Cancelled, call_unless_cancelled
 from smoldata_tui.tasks.envvars import resolve_environment_env, secrets_of
 from smoldata_tui.tasks.errors import StagingError, TaskError
 from smoldata_tui.tasks.model import PULL_BUCKET, SANDBOX_INPUT_DIR, Task
 from smoldata_tui.tasks.output import safe_tail
+from smoldata_tui.trace.file_kind import NotARegularFile, read_regular
 
 STAGING_DIR = "/tmp/smoldata-stage"  # pull_bucket.py's scratch folder; also holds base64 uploads
 DEFAULT_PULL_TIMEOUT_S = 600.0  # a real bucket download can be slow
@@ -47,9 +50,14 @@ def _run(
     timeout: float = COMMAND_TIMEOUT_S,
     envs: dict[str, str] | None = None,
     cwd: str | None = None,
+    cancel: threading.Event | None = None,
 ) -> str:
-    """Run ``command`` in the sandbox; a non-zero exit is a StagingError at ``failure``."""
-    result = sandbox.exec(command, envs=envs, cwd=cwd, timeout=timeout)
+    """Run ``command`` in the sandbox; a non-zero exit is a StagingError at ``failure``, a set
+    ``cancel`` a StagingError at once (releasing the sandbox then ends the command)."""
+    try:
+        result = call_unless_cancelled(lambda: sandbox.exec(command, envs=envs, cwd=cwd, timeout=timeout), cancel)
+    except Cancelled:
+        raise StagingError(failure[0], f"{failure[1]} stopped: the episode was cancelled") from None
     if result.exit_code == 0:
         return result.stdout
     path, what = failure
@@ -69,7 +77,9 @@ def _as_text(data: bytes) -> str | None:
 
 def _upload(sandbox: Any, source: Path, destination: str, secrets: Mapping[str, str]) -> None:
     try:
-        data = source.read_bytes()
+        data = read_regular(source)  # a FIFO or a device in input/ would block or never end
+    except NotARegularFile as exc:
+        raise TaskError(source, f"cannot stage {exc.kind}: only regular files can be staged") from None
     except OSError as exc:
         raise TaskError(source, f"cannot read: {exc.strerror or exc}") from None
     text = _as_text(data)
@@ -96,7 +106,8 @@ def _upload_bundled(sandbox: Any, task: Task, say: Progress, secrets: Mapping[st
 
 
 def _pull_bucket(
-    sandbox: Any, task: Task, env: dict[str, str], say: Progress, secrets: Mapping[str, str], timeout: float
+    sandbox: Any, task: Task, env: dict[str, str], say: Progress, secrets: Mapping[str, str], timeout: float,
+    cancel: threading.Event | None,
 ) -> None:
     workdir = f"{STAGING_DIR}/environment"
     say(f"uploading {PULL_BUCKET} and {len(task.support_files) - 1} other environment file(s)")
@@ -112,6 +123,7 @@ def _pull_bucket(
         timeout=timeout,
         envs=env or None,
         cwd=workdir,
+        cancel=cancel,
     )
 
 
@@ -139,12 +151,14 @@ def stage_task(
     environ: Mapping[str, str] = os.environ,
     progress: Progress | None = None,
     pull_timeout_s: float = DEFAULT_PULL_TIMEOUT_S,
+    cancel: threading.Event | None = None,
 ) -> int:
     """Stage ``task``'s data into ``sandbox``; return how many files /home/user/input holds.
 
     Raises UnsetVariableError before touching the sandbox when ``[environment.env]``
     references an unset host variable, and StagingError when a step fails or the input
-    ends up empty. ``progress`` receives one line per step (never a variable's value).
+    ends up empty (or ``cancel`` is set while ``pull_bucket.py`` runs). ``progress`` receives one
+    line per step (never a variable's value).
     """
     env = resolve_environment_env(task, environ)
     secrets = secrets_of(task.environment_env, environ)
@@ -157,7 +171,7 @@ def stage_task(
     )
     try:
         if task.has_pull_bucket:
-            _pull_bucket(sandbox, task, env, say, secrets, pull_timeout_s)
+            _pull_bucket(sandbox, task, env, say, secrets, pull_timeout_s, cancel)
         else:
             _upload_bundled(sandbox, task, say, secrets)
     finally:

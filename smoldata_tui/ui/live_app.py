@@ -1,23 +1,38 @@
-"""``smoldata-tui run`` without ``--headless``: the live episode in the terminal."""
+"""``smoldata-tui run`` without ``--headless``: the live episode in the terminal.
+
+Every way out stops a running episode first (the agent stopped, what it wrote kept, the sandbox
+released, the metadata saying what happened): `q`, Ctrl+C (asks, on every screen), Ctrl+Q, and
+SIGINT, SIGTERM, SIGHUP. A closed terminal (SIGHUP) cannot be drawn on or read any more: the
+app's terminal is swapped for harmless stand-ins before anything is written to it, and a watchdog
+ends the process once the episode is saved should Textual still not return.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 
 from smoldata_tui.session.episode import EpisodeSpec
 from smoldata_tui.ui.commands import EpisodeCommands
 from smoldata_tui.ui.gc_tuning import QuietCollector
+
+STOP_SIGNALS = {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP (terminal closed)", signal.SIGINT: "SIGINT"}
+EPISODE_STOP_S = 180.0  # enough for the agent's TERM grace, `opencode export` and the sandbox's removal
+EXIT_GRACE_S = 10.0  # after the episode is saved, how long Textual gets to restore the terminal
 
 
 class LiveApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "smoldata-tui"
     COMMANDS = App.COMMANDS | {EpisodeCommands}
+    BINDINGS = [Binding("ctrl+c", "interrupt", "Cancel the episode", show=False, priority=True)]
 
     def __init__(self, spec: EpisodeSpec | None = None, *, tasks_root: Path | None = None,
                  runs: Path = Path("runs")) -> None:  # fmt: skip
@@ -27,38 +42,121 @@ class LiveApp(App[None]):
         self.tasks_root = tasks_root
         self.runs = runs
         self.collector = QuietCollector()
-        self.live_screen = None  # the episode's screen: kept, since Textual empties the stack on exit
+        self.live_screens: list = []  # every LiveScreen started, kept after Textual drops its screens
+        self._terminal_lost = False
+
+    def watch_episode(self, screen) -> None:
+        self.live_screens.append(screen)
+
+    def running_episodes(self) -> list:
+        return [screen for screen in self.live_screens if not screen.ended.is_set()]
 
     def on_mount(self) -> None:
         self.collector.start()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):  # a closed terminal or `kill`: release, then exit
-            loop.add_signal_handler(sig, self.terminate)
+        for sig, reason in STOP_SIGNALS.items():  # a closed terminal, `kill`, Ctrl-C sent as a signal
+            loop.add_signal_handler(sig, self.stop_signal, sig, reason)
         if self.spec is not None:
             from smoldata_tui.ui.screens.live import LiveScreen
 
-            self.live_screen = LiveScreen(self.spec)
-            self.push_screen(self.live_screen)
+            self.push_screen(LiveScreen(self.spec))
         else:
             from smoldata_tui.ui.screens.home import HomeScreen
 
             self.push_screen(HomeScreen(self.tasks_root, self.runs))
 
-    def terminate(self) -> None:
-        """Quit as `q` does: a running episode is stopped, saved and its sandbox released first."""
-        from smoldata_tui.ui.screens.live import LiveScreen
+    def stop_signal(self, signum: int, reason: str) -> None:
+        if signum == signal.SIGHUP and not self._terminal_lost:
+            self._terminal_lost = True
+            detach_from_terminal()
+        exit_when_saved(self, 128 + signum)
+        self.terminate(reason)
 
-        running = [screen for screen in self.screen_stack if isinstance(screen, LiveScreen) and screen.running]
+    def terminate(self, reason: str = "quit") -> None:
+        """Quit as `q` does: a running episode is stopped, saved and its sandbox released first."""
+        running = [screen for screen in self.running_episodes() if screen.running]
         if running:
-            running[-1].action_quit_episode()
+            running[-1].action_quit_episode(reason)
+        else:
+            self.exit()
+
+    async def action_quit(self) -> None:  # Ctrl+Q
+        self.terminate("Ctrl+Q (quit)")
+
+    def action_interrupt(self) -> None:  # Ctrl+C, wherever the user is
+        running = [screen for screen in self.running_episodes() if screen.running]
+        if running:
+            running[-1].action_cancel("Ctrl+C")
         else:
             self.exit()
 
     def on_unmount(self) -> None:
         self.collector.stop()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
+        for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
+
+
+def detach_from_terminal() -> None:
+    """Point stdin at a pipe that never has data, and stdout/stderr at /dev/null: a hung-up
+    terminal fails every write (Textual's writer thread would die and the app block) and is
+    always "readable" (its input thread would spin at 100% CPU)."""
+    quiet_read, keep_open = os.pipe()
+    detach_from_terminal.keep_open = keep_open  # the write end stays open: reads never see EOF
+    os.dup2(quiet_read, 0)
+    os.close(quiet_read)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def exit_when_saved(app: LiveApp, status: int) -> None:
+    """After a stop signal: once every episode has saved and released its sandbox, give Textual
+    :data:`EXIT_GRACE_S` to return, then end the process (a signal must never leave it behind)."""
+    if getattr(app, "_exit_watchdog", None) is not None:
+        return
+
+    def watchdog() -> None:
+        for screen in list(app.live_screens):
+            screen.ended.wait(EPISODE_STOP_S)
+        threading.Event().wait(EXIT_GRACE_S)
+        os._exit(status)
+
+    app._exit_watchdog = threading.Thread(target=watchdog, name="exit-watchdog", daemon=True)
+    app._exit_watchdog.start()
+
+
+def stop_episodes(app: LiveApp, reason: str) -> None:
+    """Whatever ended the app (a crash, a path not foreseen): no episode outlives it."""
+    running = app.running_episodes()
+    for screen in running:
+        screen.episode.cancel(reason)
+    for screen in running:
+        screen.ended.wait(EPISODE_STOP_S)
+
+
+def _run_guarded(app: LiveApp) -> None:
+    """``app.run()``, with every stop signal cancelling the episodes also before the app has
+    installed its handlers and after it has removed them."""
+
+    def on_signal(signum, _frame) -> None:
+        if signum == signal.SIGHUP:
+            detach_from_terminal()
+        for screen in app.running_episodes():
+            screen.episode.cancel(STOP_SIGNALS[signum])
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    try:
+        app.run()
+    finally:
+        for sig in STOP_SIGNALS:  # Textual's loop put back the defaults: catch them again
+            signal.signal(sig, on_signal)
+        try:
+            stop_episodes(app, "the app exited")
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def run_home(tasks_root: str | None = None, runs: str = "runs") -> int:
@@ -66,7 +164,7 @@ def run_home(tasks_root: str | None = None, runs: str = "runs") -> int:
     if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
         print("smoldata-tui: needs a terminal (see smoldata-tui --help for the commands)", file=sys.stderr)
         return 2
-    LiveApp(tasks_root=Path(tasks_root) if tasks_root else None, runs=Path(runs)).run()
+    _run_guarded(LiveApp(tasks_root=Path(tasks_root) if tasks_root else None, runs=Path(runs)))
     return 0
 
 
@@ -76,12 +174,12 @@ def run_live(spec: EpisodeSpec) -> int:
         spec.endpoint.close()
         return 2
     app = LiveApp(spec)
-    app.run()
+    _run_guarded(app)
     return episode_exit_status(app)
 
 
 def episode_exit_status(app: LiveApp) -> int:
     """As headless: 0 when the episode's agent finished and was graded, else 1 (read once the app
     has exited, when its screen stack is already empty)."""
-    result = getattr(app.live_screen, "result", None)
+    result = app.live_screens[0].result if app.live_screens else None
     return result.exit_status if result is not None else 1

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.worker import get_current_worker
 
-from smoldata_tui.session.metadata import EpisodeMetadata, load_metadata, metadata_path_for
+from smoldata_tui.session.metadata import EpisodeMetadata, effective_status, load_metadata, metadata_path_for
 from smoldata_tui.trace import EventRecord, Finding, Stats, TraceAnalysis, Verdict
 
 FIRST_CHUNK = 256 << 10  # small, so the first rows are on screen after a few milliseconds
@@ -241,7 +241,7 @@ class _FollowLoop:
         """Saved traces end at EOF; a followed one when its episode says it is over."""
         if not self.owner.follow:
             return True
-        status = self.metadata.status if self.metadata is not None else None
+        status = effective_status(self.metadata)  # a run whose process died is over too
         if status in (None, "running"):
             self.final_since = None
             return False

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.session.metadata import EpisodeMetadata, effective_status
 from smoldata_tui.trace import Stats, Verdict
 from smoldata_tui.trace.summary import infer_status
 from smoldata_tui.trace.text import clip
@@ -15,9 +15,10 @@ from smoldata_tui.ui.widgets.header import HeaderState
 
 
 def episode_status(metadata: EpisodeMetadata | None, model: TimelineModel, *, finished: bool, live: bool) -> str:
-    """The metadata's word when there is one, else what the trace itself says."""
+    """The metadata's word when there is one (``interrupted`` for a run whose process is gone),
+    else what the trace itself says."""
     if metadata is not None and metadata.status:
-        return metadata.status
+        return effective_status(metadata)
     if not finished:
         return "running" if live else "loading"
     return infer_status(model.findings[: model.finding_count], ended=True)

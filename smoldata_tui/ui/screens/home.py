@@ -6,6 +6,7 @@ starts the live episode. ``e`` browses the saved episodes with the trace picker.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Sta
 
 from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, has_api_key
 from smoldata_tui.session.episode import EpisodeSpec
-from smoldata_tui.session.metadata import is_trace_name
+from smoldata_tui.session.metadata import effective_status, is_trace_name, load_metadata, metadata_path_for
 from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.tasks import Task, TaskError, load_task_set
@@ -70,8 +71,13 @@ class HomeScreen(Screen[None]):
     def _episodes_line(self) -> Text:
         if self.problem:
             return Text(f"the task set cannot be read: {self.problem}", style="bold red")
-        count = len(_saved_traces(self.runs))
-        return Text(f"{count} saved episode{'s' if count != 1 else ''} in {clip(str(self.runs), 80)}", style="dim")
+        traces = _saved_traces(self.runs)
+        count = len(traces)
+        text = Text(f"{count} saved episode{'s' if count != 1 else ''} in {clip(str(self.runs), 80)}", style="dim")
+        interrupted = sum(effective_status(load_metadata(metadata_path_for(trace))) == "interrupted" for trace in traces)
+        if interrupted:  # their process died mid-run (SIGKILL, a crash): never finished, never graded
+            text.append(f"  {interrupted} interrupted (smoldata-tui gc tidies their sandboxes)", style="bold yellow")
+        return text
 
     def current_task(self) -> Task | None:
         table = self.query_one(DataTable)
@@ -156,7 +162,7 @@ class LaunchForm(ModalScreen[None]):
         value = {name: self.query_one(f"#{name}", Input).value.strip() for name in ("model", "base-url", "api-key", "timeout")}
         try:
             timeout = float(value["timeout"] or 600)
-            if timeout <= 0:
+            if not (math.isfinite(timeout) and timeout > 0):  # nan and inf parse as floats
                 raise ValueError
         except ValueError:
             self._error("the timeout must be a positive number of seconds")

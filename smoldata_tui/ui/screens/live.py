@@ -9,6 +9,7 @@ was received and releases the sandbox; quitting during a run does the same.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -83,7 +84,7 @@ class ConfirmCancel(ModalScreen[bool]):
 class LiveScreen(Screen[None]):
     BINDINGS = [
         Binding("enter,t", "timeline", "Timeline"),
-        Binding("escape,ctrl+c", "cancel", "Cancel the episode"),
+        Binding("escape", "cancel", "Cancel the episode"),  # Ctrl+C: the app's binding, on every screen
         Binding("q", "quit_episode", "Quit"),
     ]
     DEFAULT_CSS = """
@@ -108,6 +109,7 @@ class LiveScreen(Screen[None]):
         self._started = time.monotonic()
         self._timeline_shown = False
         self.follower = None  # the open timeline's TraceFollower, woken when new bytes arrive
+        self.ended = threading.Event()  # the runner's thread is done: sandbox released, metadata saved
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), id="live-header")
@@ -124,14 +126,21 @@ class LiveScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        watch = getattr(self.app, "watch_episode", None)
+        if watch is not None:
+            watch(self)  # the app stops it on every way out, even once this screen is gone
         self.run_worker(self._run, thread=True, exclusive=True, group="episode", name="episode")
 
     def _run(self) -> None:
         try:
             result = self.episode.run()
         except BaseException as exc:  # noqa: BLE001 - shown, never a traceback on screen
+            self.result = None
             self.post_message(EpisodeEnded(None, clip(f"{type(exc).__name__}: {exc}", 300)))
             return
+        finally:
+            self.ended.set()
+        self.result = result  # readable after the app has exited and its screens are gone
         self.post_message(EpisodeEnded(result))
 
     # --- what the runner says -----------------------------------------------------------------
@@ -196,23 +205,26 @@ class LiveScreen(Screen[None]):
         self._timeline_shown = False
         self.follower = None
 
-    def action_cancel(self) -> None:
+    def action_cancel(self, key: str = "Esc") -> None:
         if not self.running:
+            return
+        if isinstance(self.app.screen, ConfirmCancel):  # asked already: pressing it again means yes
+            self.app.screen.dismiss(True)
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.episode.cancel()
+                self.episode.cancel(f"{key} (cancel confirmed)")
                 self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="yellow"))
 
         self.app.push_screen(ConfirmCancel(), answered)
 
-    def action_quit_episode(self) -> None:
+    def action_quit_episode(self, reason: str = "q (quit)") -> None:
         if not self.running:
             self.app.exit()
             return
         self._quit_after = True
-        self.episode.cancel()
+        self.episode.cancel(reason)
         self.query_one("#live-outcome", Static).update(
             Text("quitting: stopping the agent, saving, releasing the sandbox…", style="yellow")
         )

@@ -15,8 +15,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
-from smoldata_tui.session.metadata import EpisodeMetadata, is_trace_name, load_metadata, metadata_path_for, parse_time
+from smoldata_tui.session.metadata import (
+    EpisodeMetadata,
+    effective_status,
+    is_trace_name,
+    load_metadata,
+    metadata_path_for,
+    parse_time,
+)
 from smoldata_tui.trace import Severity, Verdict, analyze_path
+from smoldata_tui.trace.file_kind import special_kind
 from smoldata_tui.trace.text import clip, neutralize
 
 COLUMNS = ("trace", "task", "verdict", "steps", "calls", "findings", "grade", "date")
@@ -41,7 +49,7 @@ class TraceRow:
     def search_text(self) -> str:
         parts = [self.name, self.date]
         if self.metadata is not None:
-            parts += [self.metadata.task or "", self.metadata.model or "", self.metadata.status or ""]
+            parts += [self.metadata.task or "", self.metadata.model or "", effective_status(self.metadata) or ""]
         if self.verdict is not None:
             parts.append(self.verdict.badge())
         return " ".join(parts).lower()
@@ -74,6 +82,10 @@ def read_row(path: Path, folder: Path) -> TraceRow:
     row = TraceRow(
         path, neutralize(str(path.relative_to(folder)), keep_newlines=False), _date(path, metadata), metadata
     )
+    kind = special_kind(path)
+    if kind is not None:  # a FIFO would block the reader for good, a device never end
+        row.error = f"not read: {kind}"
+        return row
     try:
         report, _analysis = analyze_path(path)
     except OSError as exc:
@@ -118,7 +130,9 @@ def findings_cell(row: TraceRow) -> Text:
 
 def row_cells(row: TraceRow) -> list[Text]:
     metadata = row.metadata
-    grade = metadata.grade.badge() if metadata is not None and metadata.grade is not None else ""
+    grade = Text(metadata.grade.badge() if metadata is not None and metadata.grade is not None else "", "cyan")
+    if not grade.plain and effective_status(metadata) == "interrupted":  # its process died mid-run
+        grade = Text("interrupted", "bold yellow")
     done = row.verdict is not None
     return [
         Text(row.name),
@@ -127,7 +141,7 @@ def row_cells(row: TraceRow) -> list[Text]:
         Text(f"{row.steps:,}" if done else "", justify="right"),
         Text(f"{row.calls:,}" if done else "", justify="right"),
         findings_cell(row),
-        Text(grade, "cyan"),
+        grade,
         Text(row.date, "dim"),
     ]
 

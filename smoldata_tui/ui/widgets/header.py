@@ -18,6 +18,7 @@ STATUS_STYLE = {
     "killed": "bold red",
     "timeout": "bold red",
     "cancelled": "bold yellow",
+    "interrupted": "bold yellow",
     "error": "bold red",
     "empty": "bold red",
 }

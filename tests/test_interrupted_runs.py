@@ -1,0 +1,118 @@
+"""A run whose process died without saving its end (SIGKILL, a crash) is shown as interrupted
+everywhere, and ``smoldata-tui local gc`` removes what it left: its sandbox folder (which holds
+the endpoint key) and processes, and marks its episode interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from smoldata_tui.sandbox.processes import start_time
+from smoldata_tui.session.metadata import (
+    EpisodeMetadata,
+    effective_status,
+    load_metadata,
+    owner_record,
+    save_metadata,
+)
+from smoldata_tui.session.model_endpoint import REPLAY_API_KEY
+
+from .conftest import ROOT
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_local import processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import _sleeping_recording
+from .test_live_exits import AGENT_START_S, _wait_for
+
+
+def _dead_owner() -> dict:
+    """The owner record of a process that has ended."""
+    child = subprocess.Popen(["sleep", "30"])
+    record = {**owner_record(), "pid": child.pid, "start_time": start_time(child.pid)}
+    child.kill()
+    child.wait()
+    return record
+
+
+def test_running_with_a_dead_owner_is_interrupted_and_nothing_else_is():
+    assert effective_status(EpisodeMetadata(status="running", owner=_dead_owner())) == "interrupted"
+    assert effective_status(EpisodeMetadata(status="running", owner=owner_record())) == "running"  # we live
+    # A pid now used by another process (same pid, another start time) is not the owner.
+    reused = {**owner_record(), "start_time": start_time(os.getpid()) - 1}
+    assert effective_status(EpisodeMetadata(status="running", owner=reused)) == "interrupted"
+    # Another machine's run, or a file without an owner (older writers): this machine cannot tell.
+    elsewhere = {**_dead_owner(), "host": "some-other-host"}
+    assert effective_status(EpisodeMetadata(status="running", owner=elsewhere)) == "running"
+    assert effective_status(EpisodeMetadata(status="running")) == "running"
+    assert effective_status(EpisodeMetadata(status="finished", owner=_dead_owner())) == "finished"
+
+
+def test_the_viewer_header_and_the_picker_say_interrupted(tmp_path):
+    from smoldata_tui.ui.screens.episode_status import episode_status
+    from smoldata_tui.ui.screens.picker import read_row, row_cells
+
+    runs = tmp_path / "runs" / "20260101-000000-sales-top-region"
+    runs.mkdir(parents=True)
+    (runs / "run.jsonl").write_bytes((ROOT / "sample_traces" / "clean_pass.jsonl").read_bytes())
+    save_metadata(runs / "run.meta.json", EpisodeMetadata(task="sales-top-region", status="running",
+                                                          owner=_dead_owner(), trace="run.jsonl"))  # fmt: skip
+    metadata = load_metadata(runs / "run.meta.json")
+    assert metadata.status == "running"  # the file is not rewritten by reading it
+    assert episode_status(metadata, None, finished=True, live=False) == "interrupted"
+    row = read_row(runs / "run.jsonl", tmp_path / "runs")
+    assert "interrupted" in [cell.plain for cell in row_cells(row)]
+    assert "interrupted" in row.search_text
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "smoldata_tui", *args], capture_output=True, text=True, cwd=cwd,
+                          stdin=subprocess.DEVNULL, timeout=120)  # fmt: skip
+
+
+def test_after_sigkill_the_episode_reads_interrupted_and_local_gc_cleans_up(tmp_path, sandboxes):  # noqa: F811
+    marker = f"killed-run-{os.getpid()}"
+    recording = _sleeping_recording(tmp_path, marker)
+    runs = tmp_path / "runs"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "smoldata_tui", "run", "--task", "sales-top-region", "--model", f"replay:{recording}",
+         "--save", str(runs), "--headless"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert _wait_for(lambda: processes_matching(marker), AGENT_START_S)
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    # The sandbox's processes die with their owner; its folder, with the key, stays behind.
+    assert _wait_for(lambda: not processes_matching(marker), 10)
+    [left] = sandbox_dirs(sandboxes)
+    assert any(REPLAY_API_KEY in path.read_text(errors="replace") for path in left.rglob("opencode.json"))
+    [meta_path] = runs.glob("*/run.meta.json")
+    saved = json.loads(meta_path.read_text())
+    assert saved["status"] == "running" and saved["owner"]["pid"] == run.pid
+    assert effective_status(load_metadata(meta_path)) == "interrupted"
+
+    listed = _cli("local", "ls", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    [record] = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert record["id"] == left.name and record["owner_alive"] is False and record["owner_pid"] == run.pid
+
+    asked = _cli("local", "gc", "--save", str(runs), cwd=tmp_path)  # no terminal, no --yes: only says
+    assert asked.returncode == 1 and "pass --yes" in asked.stdout
+    assert f"leftover {left.name}" in asked.stdout and "interrupted episode" in asked.stdout
+    assert left.exists()
+
+    done = _cli("local", "gc", "--yes", "--save", str(runs), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"removed {left.name}" in done.stdout
+    assert sandbox_dirs(sandboxes) == []
+    rewritten = json.loads(meta_path.read_text())
+    assert rewritten["status"] == "interrupted" and "without saving" in rewritten["stop_reason"]
+    again = _cli("local", "gc", "--save", str(runs), cwd=tmp_path)
+    assert again.returncode == 0 and "nothing to clean up" in again.stdout
