@@ -118,7 +118,7 @@ class Episode:
             config=redacted(self._opencode_json),
         )
         meta_path = metadata_path_for(trace_path)
-        save_metadata(meta_path, metadata)
+        save_metadata(meta_path, metadata, scrub=self._scrubber.text)
         self.observer.opened(trace_path)
         result = EpisodeResult(trace_path, meta_path, metadata, status="running")
         try:
@@ -167,7 +167,7 @@ class Episode:
             self.observer.stage("grading", "skipped", 0.0, "cancelled: not graded")
             return
         with self._stage("grading", result) as say:
-            result.grade = grade_answer(self._sandbox, spec.task)
+            result.grade = grade_answer(self._sandbox, spec.task, scrub_secrets=[spec.endpoint.api_key])
             say(_grade_line(result.grade))
 
     def _open_with_opencode_env(self, result: EpisodeResult, metadata: dict[str, str]) -> None:
@@ -204,7 +204,7 @@ class Episode:
         result.metadata.config = redacted(config.model_dump())
 
         def verify(sandbox, _task):  # the environment's verifier; the runner grades with the same code
-            return to_verify_result(grade_answer(sandbox, spec.task))
+            return to_verify_result(grade_answer(sandbox, spec.task, scrub_secrets=[endpoint.api_key]))
 
         with self._stage("opencode_env setup", result) as say:
             say("opencode_env: sandbox, install check, opencode.json, setup shell, logging proxy")
@@ -340,7 +340,7 @@ class Episode:
         result.divergences = [json.loads(self._scrubber.text(json.dumps(item, default=str)))
                               for item in self.spec.endpoint.divergences()]  # fmt: skip
         self.spec.endpoint.close()
-        _save_json(result.trace_path.with_name("run.divergence.json"), result.divergences)
+        _save_json(result.trace_path.with_name("run.divergence.json"), result.divergences, self._scrubber.text)
         metadata = result.metadata
         metadata.status = result.status
         metadata.exit_code = result.exit_code
@@ -353,13 +353,14 @@ class Episode:
                 grader_output=result.grade.grader_output,
                 grader_error=result.grade.grader_error,
             )
-        save_metadata(result.metadata_path, metadata)
+            metadata.caps_hit.extend(result.grade.caps_hit)
+        save_metadata(result.metadata_path, metadata, scrub=self._scrubber.text)
 
 
-def _save_json(path: Path, items: list) -> None:
+def _save_json(path: Path, items: list, scrub: Callable[[str], str]) -> None:
     """Beside the trace, only when there is something to say."""
     if items:
-        path.write_text(json.dumps(items, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        path.write_text(scrub(json.dumps(items, indent=2, ensure_ascii=False, default=str)) + "\n", encoding="utf-8")
 
 
 def _grade_line(grade: GradeResult) -> str:

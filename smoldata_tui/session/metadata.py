@@ -44,6 +44,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -164,6 +165,8 @@ class EpisodeMetadata:
     # wire_bytes}: what following the agent's log cost on the network.
     sandbox: dict = field(default_factory=dict)
     proxy_trace: str | None = None  # opencode_env's per-turn proxy records, beside the trace
+    # Each host limit an agent-controlled size reached: {cap, limit, seen} (docs/episode-format.md).
+    caps_hit: list[dict] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict:
@@ -186,6 +189,7 @@ class EpisodeMetadata:
             "recovered_calls": list(self.recovered_calls),
             "sandbox": redact(self.sandbox),
             "proxy_trace": self.proxy_trace,
+            "caps_hit": list(self.caps_hit),
         }
 
     @property
@@ -322,6 +326,7 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         recovered_calls=_recovered_calls(data, problems),
         sandbox=_object(data, "sandbox", problems),
         proxy_trace=reader.text("proxy_trace"),
+        caps_hit=_caps_hit(data, problems),
         schema_version=version,
     )
 
@@ -344,6 +349,16 @@ def _recovered_calls(data: dict, problems: list[str]) -> list[dict]:
         problems.append("recovered_calls should be a list of objects: ignored")
         return []
     return calls
+
+
+def _caps_hit(data: dict, problems: list[str]) -> list[dict]:
+    caps = data.get("caps_hit")
+    if caps is None:
+        return []
+    if not isinstance(caps, list) or not all(isinstance(cap, dict) for cap in caps):
+        problems.append("caps_hit should be a list of objects: ignored")
+        return []
+    return caps
 
 
 def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = None) -> EpisodeMetadata | None:
@@ -380,11 +395,15 @@ def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = Non
     return metadata
 
 
-def save_metadata(path: str | os.PathLike[str], metadata: EpisodeMetadata) -> None:
+def save_metadata(path: str | os.PathLike[str], metadata: EpisodeMetadata,
+                  scrub: Callable[[str], str] | None = None) -> None:  # fmt: skip
     """Write atomically (a temporary file in the same folder, then a rename): a reader sees the
-    old file or the new one, never half of one. The config is redacted on the way out."""
+    old file or the new one, never half of one. The config is redacted on the way out, and the
+    whole text passes ``scrub`` (the episode's :class:`SecretScrubber`) last."""
     path = Path(path)
     payload = json.dumps(metadata.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if scrub is not None:
+        payload = scrub(payload)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
