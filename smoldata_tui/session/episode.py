@@ -36,7 +36,7 @@ from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the
     now_utc,
     stages_for,
 )
-from smoldata_tui.session.export import export_session, first_session_id, unfinished_calls
+from smoldata_tui.session.export import ExportTooLarge, export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
 from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, save_metadata
 from smoldata_tui.session.opencode_config import (
@@ -74,9 +74,14 @@ from smoldata_tui.session.proxy_trace import summary_line, turn_of
 from smoldata_tui.session.secret_scrub import SecretScrubber
 from smoldata_tui.tasks import GradeResult, grade_answer, stage_task
 from smoldata_tui.tasks.grade import to_verify_result
+from smoldata_tui.tasks.stage import DEFAULT_PULL_TIMEOUT_S
 from smoldata_tui.trace.text import clip
 
 POLL_S = 0.02  # how often the log is polled while the agent runs: a stat and a pidfd wait
+CAPPED_POLL_S = 0.5  # once the log is capped only the agent's end is waited for
+# --timeout bounds the whole episode; once it has run out, recovering calls and grading still get
+# this long (at least), so an agent stopped at the deadline is graded as the environment grades it.
+GRADE_FLOOR_S = 30.0
 
 
 class Episode:
@@ -84,6 +89,8 @@ class Episode:
         self.spec = spec
         self.observer = observer
         self._cancel = threading.Event()
+        self._deadline = float("inf")  # set when the run starts: start + spec.timeout_s
+        self._timed_out = False
         self._sandbox = None
         self._session = None  # opencode_env's OpenCodeSession, with --harness opencode-env
         self._opencode = "opencode"  # how the agent command names the binary inside the sandbox
@@ -103,6 +110,7 @@ class Episode:
     # --- the run ----------------------------------------------------------------------------
     def run(self) -> EpisodeResult:
         spec = self.spec
+        self._deadline = time.monotonic() + spec.timeout_s
         self.run_dir = new_run_dir(Path(spec.save_dir), spec.task.name)
         trace_path = self.run_dir / "run.jsonl"
         trace_path.touch()
@@ -125,7 +133,8 @@ class Episode:
             self._run_stages(result)
         except EpisodeFailed as failure:
             result.error = failure
-            result.status = "cancelled" if self._cancel.is_set() else "error"
+            timed_out = self._timed_out or time.monotonic() > self._deadline
+            result.status = "cancelled" if self._cancel.is_set() else "timeout" if timed_out else "error"
         except KeyboardInterrupt:
             result.status = "cancelled"
             raise
@@ -155,7 +164,8 @@ class Episode:
         else:
             raise EpisodeFailed("create sandbox", f"unknown backend {spec.backend!r} (use {' or '.join(BACKENDS)})")
         with self._stage("stage task", result) as say:
-            files = stage_task(self._sandbox, spec.task, progress=say)
+            files = stage_task(self._sandbox, spec.task, progress=say,
+                               pull_timeout_s=min(DEFAULT_PULL_TIMEOUT_S, max(1.0, self._deadline - time.monotonic())))
             say(f"{files} input file{'s' if files != 1 else ''} in /home/user/input")
             if self._session is None:  # opencode_env wrote its own
                 self._write_agent_files()
@@ -167,7 +177,8 @@ class Episode:
             self.observer.stage("grading", "skipped", 0.0, "cancelled: not graded")
             return
         with self._stage("grading", result) as say:
-            result.grade = grade_answer(self._sandbox, spec.task, scrub_secrets=[spec.endpoint.api_key])
+            timeout = min(spec.task.grader_timeout_s, max(self._deadline - time.monotonic(), GRADE_FLOOR_S))
+            result.grade = grade_answer(self._sandbox, spec.task, timeout=timeout, scrub_secrets=[spec.endpoint.api_key])
             say(_grade_line(result.grade))
 
     def _open_with_opencode_env(self, result: EpisodeResult, metadata: dict[str, str]) -> None:
@@ -227,13 +238,13 @@ class Episode:
         else:
             job = sandbox.start_bg(agent_command(HOME, opencode=self._opencode), envs=agent_environment(HOME))
         follower = LogFollower(sandbox, agent_log_path(HOME), result.trace_path, self.observer.received, self._scrubber)
-        deadline = time.monotonic() + self.spec.timeout_s
+        deadline = self._deadline
         stopped_by_us = None
         try:
             while True:
                 follower.poll()
                 try:
-                    result.exit_code = job.wait(timeout=POLL_S)
+                    result.exit_code = job.wait(timeout=CAPPED_POLL_S if follower.capped else POLL_S)
                     break
                 except TimeoutError:
                     pass
@@ -252,6 +263,11 @@ class Episode:
             follower.poll(final=True)  # what it wrote before it ended
         finally:
             follower.close()
+            if follower.capped:
+                seen = follower.remote_size() or follower.offset
+                result.metadata.caps_hit.append({"cap": "agent_log", "limit": follower.limit, "seen": seen})
+                say(f"the agent's log reached the {follower.limit}-byte trace cap ({seen} bytes in the sandbox): "
+                    "the rest was not read")  # fmt: skip
             if hasattr(sandbox, "wire_bytes"):
                 result.metadata.sandbox["transfer"] = {"log_bytes": follower.offset, "wire_bytes": sandbox.wire_bytes}
         if stopped_by_us:
@@ -270,7 +286,12 @@ class Episode:
             say("no sessionID in the log: nothing to recover")
             return
         binary = OPENCODE_IN_HOME if self._opencode == "opencode" else self._opencode
-        export = export_session(self._sandbox, binary, session_id, agent_environment(HOME), scrub=self._scrubber.text)
+        try:
+            export = export_session(self._sandbox, binary, session_id, agent_environment(HOME), scrub=self._scrubber.text)
+        except ExportTooLarge as exc:
+            result.metadata.caps_hit.append({"cap": "opencode_export", "limit": exc.limit, "seen": exc.seen})
+            say(f"{exc}: unfinished calls not recovered")
+            return
         if export is None:
             say("opencode export failed: unfinished calls cannot be recovered")
             return
@@ -304,6 +325,9 @@ class Episode:
 
         if self._cancel.is_set() and name != "recover calls":
             raise EpisodeFailed(name, "cancelled")
+        if time.monotonic() > self._deadline and name not in ("recover calls", "grading"):
+            self._timed_out = True
+            raise EpisodeFailed(name, f"timeout: --timeout {self.spec.timeout_s:g} s ran out before {name}")
         if hasattr(self._sandbox, "notify"):
             self._sandbox.notify = say  # retries of remote calls show in this stage's log
         observer.stage(name, "started", 0.0)
