@@ -119,3 +119,59 @@ def test_a_64_mib_line_is_analysed_in_bounded_memory(tmp_path, shape):
     calls, exception, events, peak_kb = done.stdout.split()
     assert (calls, exception) == ("None", "JSONDecodeError")
     assert int(peak_kb) < 150_000, f"{peak_kb} kB to analyse a 64 MiB line"
+
+
+VIEWER_PROBE = """
+import asyncio, sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from tests.test_ui_helpers import loaded, replay_app, screen_lines
+
+def peak_kb():
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+
+async def view():
+    app = replay_app(Path({path!r}))
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("G", "enter")  # the last row (the huge line), its detail
+        deadline = time.monotonic() + 30
+        while "showing the first" not in "\\n".join(screen_lines(app)) and time.monotonic() < deadline:
+            await pilot.pause(0.1)
+        print("SHOWN", [line for line in screen_lines(app) if "showing the first" in line][:1])
+
+async def quit_at_once():
+    app = replay_app(Path({path!r}))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.3)  # it is reading
+        started = time.monotonic()
+        await pilot.press("q")
+    print("QUIT_S", time.monotonic() - started)
+
+asyncio.run(quit_at_once() if {quit!r} else view())
+print("PEAK", peak_kb())
+"""
+
+
+def _viewer(path: Path, *, quit: bool) -> dict[str, str]:
+    code = VIEWER_PROBE.format(root=str(ROOT), path=str(path), quit=quit)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in done.stdout.splitlines() if " " in line}
+
+
+def test_the_viewer_shows_a_64_mib_line_clipped_with_its_size_in_bounded_memory(tmp_path):
+    path = tmp_path / "huge.jsonl"
+    path.write_bytes(b'{"type":"step_start","timestamp":1}\n' + bytes(range(1, 9)) * (8 << 20) + b"\n")
+    shown = _viewer(path, quit=False)
+    assert "line 2: 64 MiB, showing the first 64 KiB" in shown["SHOWN"]
+    assert int(shown["PEAK"]) < 500_000, f"{shown['PEAK']} kB to view a 64 MiB line"
+
+
+def test_quitting_the_viewer_while_it_reads_a_2_gib_sparse_file_is_prompt_and_bounded(tmp_path):
+    path = tmp_path / "sparse.jsonl"
+    with open(path, "wb") as handle:
+        handle.truncate(2 << 30)
+    shown = _viewer(path, quit=True)
+    assert float(shown["QUIT_S"]) < 20
+    assert int(shown["PEAK"]) < 500_000, f"{shown['PEAK']} kB on a 2 GiB sparse file"
