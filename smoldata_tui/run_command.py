@@ -113,6 +113,7 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "metadata": str(result.metadata_path),
         "recovered_calls": len(result.recovered),
         "divergences": len(result.divergences),
+        "caps_hit": list(result.metadata.caps_hit),
         "error": str(result.error) if result.error else None,
     }
 

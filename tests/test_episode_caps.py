@@ -23,7 +23,8 @@ pytestmark = pytest.mark.usefixtures("opencode_bin")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _recording(tmp_path: Path, command: str) -> Path:
+def one_call_recording(tmp_path: Path, command: str) -> Path:
+    """A recorded episode whose one bash call the real OpenCode will run in the sandbox."""
     builder = TraceBuilder()
     builder.step_start()
     builder.bash(command, "(recorded elsewhere)\n")
@@ -37,7 +38,7 @@ def _recording(tmp_path: Path, command: str) -> Path:
 
 
 def test_a_1_gib_sparse_log_is_cut_at_the_trace_cap_recorded_and_memory_stays_bounded(tmp_path, sandboxes):
-    recording = _recording(tmp_path, "truncate -s 1G /root/logs/agent/opencode.jsonl; echo 42 > /workdir/answer.txt")
+    recording = one_call_recording(tmp_path, "truncate -s 1G /root/logs/agent/opencode.jsonl; echo 42 > /workdir/answer.txt")
     runs = tmp_path / "runs"
     probe = f"""
 import io, sys
@@ -59,12 +60,19 @@ print("PEAK", peak, "CODE", code, file=sys.stderr)
     caps = {cap["cap"]: cap for cap in meta["caps_hit"]}
     assert caps["agent_log"]["limit"] == MAX_TRACE_BYTES and caps["agent_log"]["seen"] >= 1 << 30
     assert "trace cap" in done.stderr  # shown in the stage log
+    summary = json.loads(done.stdout.strip().splitlines()[-1])  # the headless JSON line
+    assert [cap["cap"] for cap in summary["caps_hit"]] == ["agent_log"]
+    from smoldata_tui.session.metadata import load_metadata
+    from smoldata_tui.ui.widgets.episode_panel import metadata_text
+
+    shown = metadata_text(load_metadata(run_dir / "run.meta.json"), "run.meta.json", []).plain
+    assert "agent_log: 1 GiB seen, cut at 64 MiB" in shown  # the episode tab
     assert sandbox_dirs(sandboxes) == []
 
 
 def test_the_timeout_bounds_staging_too(tmp_path, sandboxes):
     write_task(tmp_path / "tasks", "slow-stage", files={"environment/pull_bucket.py": "import time\ntime.sleep(1000)\n"})
-    recording = _recording(tmp_path, "echo 42 > /workdir/answer.txt")
+    recording = one_call_recording(tmp_path, "echo 42 > /workdir/answer.txt")
     started = time.monotonic()
     result, _recorder = run_episode("slow-stage", f"replay:{recording}", tmp_path / "runs", timeout=10,
                                     tasks_root=tmp_path / "tasks")  # fmt: skip

@@ -17,6 +17,7 @@ from smoldata_tui.trace import analyze_bytes
 from smoldata_tui.trace.build import TraceBuilder
 
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_caps import one_call_recording
 from .test_ui_helpers import loaded, replay_app, screen_lines
 from .test_episode_local import Recorder, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
 
@@ -113,17 +114,9 @@ def test_a_masked_json_document_stays_the_same_json_with_the_key_masked():
 
 
 async def test_the_key_the_agent_writes_into_its_answer_reaches_no_saved_file_and_no_screen(tmp_path, sandboxes, opencode_bin):
-    builder = TraceBuilder()
-    builder.step_start()
     command = "python3 -c \"import json; print(json.load(open('/root/.config/opencode/opencode.json'))['provider']['intercepted']" \
               "['options']['apiKey'])\" > /workdir/answer.txt; cat /workdir/answer.txt"
-    builder.bash(command, "(recorded elsewhere)\n")
-    builder.step_finish("tool-calls")
-    builder.step_start()
-    builder.text("done")
-    builder.step_finish("stop")
-    recording = tmp_path / "leak.jsonl"
-    recording.write_bytes(builder.dumps())
+    recording = one_call_recording(tmp_path, command)
     endpoint = open_endpoint(model=f"replay:{recording}")
     endpoint.api_key = HARD_KEY
     recorder = Recorder()

@@ -323,10 +323,10 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         timings=_timings(reader),
         config=_object(data, "config", problems),
         trace=reader.text("trace"),
-        recovered_calls=_recovered_calls(data, problems),
+        recovered_calls=_objects(data, "recovered_calls", problems),
         sandbox=_object(data, "sandbox", problems),
         proxy_trace=reader.text("proxy_trace"),
-        caps_hit=_caps_hit(data, problems),
+        caps_hit=_objects(data, "caps_hit", problems),
         schema_version=version,
     )
 
@@ -341,24 +341,14 @@ def _object(data: dict, name: str, problems: list[str]) -> dict:
     return redact(value)
 
 
-def _recovered_calls(data: dict, problems: list[str]) -> list[dict]:
-    calls = data.get("recovered_calls")
-    if calls is None:
+def _objects(data: dict, name: str, problems: list[str]) -> list[dict]:
+    items = data.get(name)
+    if items is None:
         return []
-    if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
-        problems.append("recovered_calls should be a list of objects: ignored")
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        problems.append(f"{name} should be a list of objects: ignored")
         return []
-    return calls
-
-
-def _caps_hit(data: dict, problems: list[str]) -> list[dict]:
-    caps = data.get("caps_hit")
-    if caps is None:
-        return []
-    if not isinstance(caps, list) or not all(isinstance(cap, dict) for cap in caps):
-        problems.append("caps_hit should be a list of objects: ignored")
-        return []
-    return caps
+    return items
 
 
 def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = None) -> EpisodeMetadata | None:

@@ -109,6 +109,8 @@ def _pump(process: subprocess.Popen, stdin: bytes, tails: dict, deadline: float)
                 if key.fileobj is process.stdin:
                     try:
                         written = os.write(process.stdin.fileno(), pending[:READ_CHUNK])
+                    except BlockingIOError:
+                        written = 0
                     except BrokenPipeError:
                         written = len(pending)  # it stopped reading: it has what it wanted
                     pending = pending[written:]
