@@ -80,3 +80,35 @@ def test_the_timeout_bounds_staging_too(tmp_path, sandboxes):
     assert result.status == "timeout", result.error
     assert json.loads(result.metadata_path.read_text())["status"] == "timeout"
     assert sandbox_dirs(sandboxes) == []
+
+
+LIVE_PROBE = """
+import asyncio, sys
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from tests.test_ui_live import live_screen, spec_for, wait_for
+from smoldata_tui.ui.live_app import LiveApp
+
+async def main():
+    app = LiveApp(spec_for(Path({recording!r}), Path({runs!r}), timeout=180))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: any(s.__class__.__name__ == "LiveScreen" for s in app.screen_stack), 60)
+        await wait_for(pilot, lambda: not live_screen(app).running, 300)
+        await pilot.pause(2.0)  # the timeline reads the trace to its end
+        print("STATUS", live_screen(app).result.status)
+        await pilot.press("q")
+
+asyncio.run(main())
+print("PEAK", next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+"""
+
+
+def test_the_live_screen_on_a_1_gib_log_keeps_memory_bounded(tmp_path, sandboxes):
+    recording = one_call_recording(tmp_path, "truncate -s 1G /root/logs/agent/opencode.jsonl; echo 42 > /workdir/answer.txt")
+    code = LIVE_PROBE.format(root=str(ROOT), recording=str(recording), runs=str(tmp_path / "runs"))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("STATUS", "PEAK")))
+    assert shown["STATUS"] == "finished"
+    assert int(shown["PEAK"]) < 500_000, f"live screen peak memory {shown['PEAK']} kB on a 1 GiB agent log"
+    assert sandbox_dirs(sandboxes) == []
