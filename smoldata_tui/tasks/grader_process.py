@@ -23,7 +23,7 @@ from smoldata_tui.session.secret_scrub import SecretScrubber
 
 REAPER = Path(__file__).with_name("reaper.py")
 READ_CHUNK = 1 << 16
-STOP_GRACE_S = 5.0  # after SIGTERM the reaper kills the subtree; then the group gets SIGKILL
+STOP_GRACE_S = 15.0  # after SIGTERM the reaper kills the subtree (it gives up after 10 s); then the group gets SIGKILL
 DRAIN_S = 2.0  # after the grader ended: how long its pipes may stay open before we stop reading
 
 
