@@ -71,7 +71,8 @@ def export_session(sandbox: object, opencode: str, session_id: str, env: dict[st
     )
     result = sandbox.exec(command, envs=env, timeout=60)
     if len(result.stdout.encode("utf-8", "surrogateescape")) > max_bytes:
-        sizes = [line[len("export-size="):] for line in (result.stderr or "").splitlines() if line.startswith("export-size=")]
+        lines = (result.stderr or "").splitlines() + result.stdout[:200].splitlines()  # some backends merge the two
+        sizes = [line[len("export-size="):] for line in lines if line.startswith("export-size=")]
         raise ExportTooLarge(max_bytes, int(sizes[-1]) if sizes and sizes[-1].isdigit() else None)
     if result.exit_code != 0:
         return None
