@@ -45,7 +45,7 @@ import io, sys
 sys.path.insert(0, {str(ROOT)!r})
 from smoldata_tui.cli import main
 code = main(["run", "--task", "sales-top-region", "--model", "replay:{recording}", "--headless",
-             "--save", {str(runs)!r}, "--timeout", "180"])
+             "--save", {str(runs)!r}, "--timeout", "300"])
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print("PEAK", peak, "CODE", code, file=sys.stderr)
 """
@@ -90,7 +90,7 @@ from tests.test_ui_live import live_screen, spec_for, wait_for
 from smoldata_tui.ui.live_app import LiveApp
 
 async def main():
-    app = LiveApp(spec_for(Path({recording!r}), Path({runs!r}), timeout=180))
+    app = LiveApp(spec_for(Path({recording!r}), Path({runs!r}), timeout=300))
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: any(s.__class__.__name__ == "LiveScreen" for s in app.screen_stack), 60)
         await wait_for(pilot, lambda: not live_screen(app).running, 300)

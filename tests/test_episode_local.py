@@ -72,7 +72,7 @@ def processes_matching(text: str) -> list[str]:
     return found
 
 
-def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 120, tasks_root: Path | None = None,
+def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 300, tasks_root: Path | None = None,
                 cancel_after: float | None = None) -> tuple:  # fmt: skip
     task = load_task((tasks_root or default_task_root()) / task_name)
     endpoint = open_endpoint(model=model)

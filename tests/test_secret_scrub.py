@@ -75,7 +75,7 @@ def test_an_agent_that_prints_the_key_leaves_no_trace_of_it(tmp_path, sandboxes,
     endpoint.api_key = SECRET  # the replay model does not check keys: any key will do
     recorder = Recorder()
     task = load_task(default_task_root() / "sales-top-region")
-    result = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=120, save_dir=tmp_path / "runs"), recorder).run()
+    result = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=300, save_dir=tmp_path / "runs"), recorder).run()
     trace = result.trace_path.read_bytes()
     assert b'apiKey\\": \\"' + b"*" * len(SECRET) in trace  # the agent did print the config (JSON in JSON)
     assert analyze_bytes(trace)[0].verdict.native_tool_calls == 1
@@ -122,7 +122,7 @@ async def test_the_key_the_agent_writes_into_its_answer_reaches_no_saved_file_an
     recorder = Recorder()
     # A grader that echoes the answer, as the sample graders do in "got".
     task = load_task(default_task_root() / "sales-top-region")
-    episode = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=120, save_dir=tmp_path / "runs"), recorder)
+    episode = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=300, save_dir=tmp_path / "runs"), recorder)
     result = await asyncio.to_thread(episode.run)
     assert result.grade is not None and result.grade.report is not None, result.grade
     got = result.grade.report.get("got", "")
