@@ -150,6 +150,8 @@ class Episode:
         elif spec.backend == "local":
             with self._stage("install OpenCode", result) as say:
                 binary = resolve_opencode(spec.opencode_bin, spec.opencode_version, progress=say)
+            # A host-side, first-use install (npm, minutes) is not part of the episode's time.
+            self._deadline = time.monotonic() + spec.timeout_s
             with self._stage("create sandbox", result):
                 self._sandbox, self._opencode = create_local(binary, timeout_s=spec.timeout_s, metadata=metadata)
                 result.metadata.sandbox = sandbox_record(self._sandbox)
