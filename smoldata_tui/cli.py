@@ -135,7 +135,7 @@ def _add_run_parser(commands) -> None:
     run.add_argument("--model", metavar="M", help="model name at the endpoint, or replay:TRACE for the replay model")
     run.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (default: $SANDBOX_VLLM_URL + /v1)")
     run.add_argument("--api-key", metavar="KEY", help="the endpoint's key (default: $SANDBOX_VLLM_KEY); never shown or saved")
-    run.add_argument("--timeout", type=float, default=600.0, metavar="S", help="agent wall-clock limit (default 600)")
+    run.add_argument("--timeout", type=float, default=600.0, metavar="S", help="episode wall-clock limit: staging and the agent share it (default 600)")
     run.add_argument("--save", default="runs", metavar="DIR", help="where episodes are saved (default ./runs)")
     run.add_argument("--opencode-version", default="1.18.31", metavar="V", help="OpenCode version (default 1.18.31)")
     run.add_argument("--opencode-bin", metavar="PATH", help="use this OpenCode binary instead of the cached install")

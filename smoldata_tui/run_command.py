@@ -27,6 +27,7 @@ from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec
 from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.tasks import TaskError, default_task_root, load_task
 from smoldata_tui.trace import TraceAnalysis
+from smoldata_tui.trace.reader import HUGE_LINE_BYTES, HUGE_PREFIX_BYTES
 from smoldata_tui.trace.summary import format_offset, summarize_line
 from smoldata_tui.trace.text import clip
 
@@ -86,7 +87,8 @@ class HeadlessPrinter:
             return
         with open(self.trace_path, "rb") as trace:
             for record in events[self._printed :]:
-                raw = os.pread(trace.fileno(), record.length, record.offset)
+                length = record.length if record.length <= HUGE_LINE_BYTES else HUGE_PREFIX_BYTES  # a huge line: its head
+                raw = os.pread(trace.fileno(), length, record.offset)
                 summary = summarize_line(raw, record.kind, record.piece)
                 if self._first_ms is None and record.timestamp is not None:
                     self._first_ms = record.timestamp
@@ -137,6 +139,7 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "metadata": str(result.metadata_path),
         "recovered_calls": len(result.recovered),
         "divergences": len(result.divergences),
+        "caps_hit": list(result.metadata.caps_hit),
         "error": str(result.error) if result.error else None,
     }
 

@@ -30,7 +30,7 @@ FAST = dict(keepalive_s=0.5, retry_budget_s=30.0, create_timeout_s=60.0)
 
 
 def run_daytona(task_name: str, model: str, save: Path, *, settings: DaytonaSettings | None = None,
-                timeout: float = 120, during=None) -> tuple:  # fmt: skip
+                timeout: float = 300, during=None) -> tuple:  # fmt: skip
     """Run one episode on the daytona backend; ``during(episode, recorder)`` runs in a thread
     once the agent has started."""
     task = load_task(default_task_root() / task_name)

@@ -3,6 +3,7 @@ stream across any chunk boundary, length kept (so the verdict and offsets do not
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from hypothesis import given, settings
@@ -16,6 +17,8 @@ from smoldata_tui.trace import analyze_bytes
 from smoldata_tui.trace.build import TraceBuilder
 
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_caps import one_call_recording
+from .test_ui_helpers import loaded, replay_app, screen_lines
 from .test_episode_local import Recorder, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
 
 SECRET = "sk-live-0123456789abcdef"
@@ -72,7 +75,7 @@ def test_an_agent_that_prints_the_key_leaves_no_trace_of_it(tmp_path, sandboxes,
     endpoint.api_key = SECRET  # the replay model does not check keys: any key will do
     recorder = Recorder()
     task = load_task(default_task_root() / "sales-top-region")
-    result = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=120, save_dir=tmp_path / "runs"), recorder).run()
+    result = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=300, save_dir=tmp_path / "runs"), recorder).run()
     trace = result.trace_path.read_bytes()
     assert b'apiKey\\": \\"' + b"*" * len(SECRET) in trace  # the agent did print the config (JSON in JSON)
     assert analyze_bytes(trace)[0].verdict.native_tool_calls == 1
@@ -82,3 +85,69 @@ def test_an_agent_that_prints_the_key_leaves_no_trace_of_it(tmp_path, sandboxes,
     assert all(SECRET not in message for _, _, message in recorder.stages)
     assert json.loads(result.metadata_path.read_text())["status"] == "finished"
     assert sandbox_dirs(sandboxes) == []
+
+
+HARD_KEY = 'sk-"quo\\ted-é\x01-0123456789'  # JSON escapes its quote, backslash and control; ascii mode its é
+
+
+def test_every_json_form_of_the_key_is_masked_in_text_and_in_the_stream_at_any_depth():
+    scrubber = SecretScrubber([HARD_KEY])
+    forms = [HARD_KEY]
+    for _ in range(3):
+        forms = [json.dumps(form, ensure_ascii=flag)[1:-1] for form in forms for flag in (False, True)] + forms
+    for form in set(forms):
+        text = f'{{"out": "before {form} after"}}'
+        masked = scrubber.text(text)
+        assert masked == text.replace(form, "*" * len(form)), form
+        stream = text.encode()
+        fed = b"".join(scrubber.feed(stream[i : i + 3]) for i in range(0, len(stream), 3)) + scrubber.flush()
+        assert fed == stream.replace(form.encode(), b"*" * len(form.encode())), form
+    upper = json.dumps(HARD_KEY)[1:-1].replace("\\u00e9", "\\u00E9")
+    assert "*" * len(upper) in scrubber.text(upper)
+
+
+def test_a_masked_json_document_stays_the_same_json_with_the_key_masked():
+    document = json.dumps({"grader_output": json.dumps({"got": HARD_KEY}), "key": HARD_KEY}, indent=2)
+    masked = json.loads(SecretScrubber([HARD_KEY]).text(document))
+    assert set(masked) == {"grader_output", "key"} and set(masked["key"]) == {"*"}
+    assert HARD_KEY not in json.loads(masked["grader_output"])["got"]
+
+
+async def test_the_key_the_agent_writes_into_its_answer_reaches_no_saved_file_and_no_screen(tmp_path, sandboxes, opencode_bin):
+    command = "python3 -c \"import json; print(json.load(open('/root/.config/opencode/opencode.json'))['provider']['intercepted']" \
+              "['options']['apiKey'])\" > /workdir/answer.txt; cat /workdir/answer.txt"
+    recording = one_call_recording(tmp_path, command)
+    endpoint = open_endpoint(model=f"replay:{recording}")
+    endpoint.api_key = HARD_KEY
+    recorder = Recorder()
+    # A grader that echoes the answer, as the sample graders do in "got".
+    task = load_task(default_task_root() / "sales-top-region")
+    episode = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=300, save_dir=tmp_path / "runs"), recorder)
+    result = await asyncio.to_thread(episode.run)
+    assert result.grade is not None and result.grade.report is not None, result.grade
+    got = result.grade.report.get("got", "")
+    assert set(got.strip()) == {"*"}, got  # the grader saw the key and echoed it: masked on the way out
+    leaks = _forms(HARD_KEY) + [HARD_KEY[-10:]]
+    for path in result.trace_path.parent.iterdir():
+        text = path.read_text(errors="replace")
+        assert not [form for form in leaks if form in text], path
+    meta = json.loads(result.metadata_path.read_text())
+    assert meta["grade"]["grader_output"] and set(meta["grade"]["grader_output"]) & {"*"}
+    shown = json.dumps([result.grade.grader_output, result.grade.grader_error, result.grade.report], ensure_ascii=False)
+    assert not [form for form in leaks if form in shown]
+    assert all(not [form for form in leaks if form in message] for _, _, message in recorder.stages)
+    app = replay_app(result.trace_path)
+    async with app.run_test(size=(160, 60)) as pilot:
+        await loaded(pilot)
+        await pilot.press("4")  # the episode tab: its grade and the grader's output
+        await pilot.pause(0.3)
+        shown = "\n".join(screen_lines(app))
+    assert "Grader output" in shown or "grader" in shown.lower(), shown
+    assert "*" * 10 in shown and not [form for form in leaks if form in shown], shown
+
+
+def _forms(key: str) -> list[str]:
+    forms = [key]
+    for _ in range(2):
+        forms = [json.dumps(form, ensure_ascii=flag)[1:-1] for form in forms for flag in (False, True)] + forms
+    return sorted(set(forms))

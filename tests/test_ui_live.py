@@ -21,7 +21,7 @@ from .test_episode_local import _sleeping_recording, processes_matching, sandbox
 pytestmark = pytest.mark.usefixtures("opencode_bin")
 
 
-def spec_for(recording, save_dir, timeout=120) -> EpisodeSpec:
+def spec_for(recording, save_dir, timeout=300) -> EpisodeSpec:
     return EpisodeSpec(
         task=load_task(default_task_root() / "sales-top-region"),
         endpoint=open_endpoint(model=f"replay:{recording}"),

@@ -36,7 +36,7 @@ from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the
     now_utc,
     stages_for,
 )
-from smoldata_tui.session.export import export_session, first_session_id, unfinished_calls
+from smoldata_tui.session.export import ExportTooLarge, export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
 from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, owner_record, save_metadata
 from smoldata_tui.session.opencode_config import (
@@ -74,9 +74,14 @@ from smoldata_tui.session.proxy_trace import summary_line, turn_of
 from smoldata_tui.session.secret_scrub import SecretScrubber
 from smoldata_tui.tasks import GradeResult, grade_answer, stage_task
 from smoldata_tui.tasks.grade import to_verify_result
+from smoldata_tui.tasks.stage import DEFAULT_PULL_TIMEOUT_S
 from smoldata_tui.trace.text import clip
 
 POLL_S = 0.02  # how often the log is polled while the agent runs: a stat and a pidfd wait
+CAPPED_POLL_S = 0.5  # once the log is capped only the agent's end is waited for
+# --timeout bounds the whole episode; once it has run out, recovering calls and grading still get
+# this long (at least), so an agent stopped at the deadline is graded as the environment grades it.
+GRADE_FLOOR_S = 30.0
 
 
 class Episode:
@@ -85,6 +90,8 @@ class Episode:
         self.observer = observer
         self._cancel = threading.Event()
         self._stop_reason: str | None = None
+        self._deadline = float("inf")  # set when the run starts: start + spec.timeout_s
+        self._timed_out = False
         self._sandbox = None
         self._session = None  # opencode_env's OpenCodeSession, with --harness opencode-env
         self._opencode = "opencode"  # how the agent command names the binary inside the sandbox
@@ -106,6 +113,7 @@ class Episode:
     # --- the run ----------------------------------------------------------------------------
     def run(self) -> EpisodeResult:
         spec = self.spec
+        self._deadline = time.monotonic() + spec.timeout_s
         self.run_dir = new_run_dir(Path(spec.save_dir), spec.task.name)
         trace_path = self.run_dir / "run.jsonl"
         trace_path.touch()
@@ -122,14 +130,15 @@ class Episode:
             config=redacted(self._opencode_json),
         )
         meta_path = metadata_path_for(trace_path)
-        save_metadata(meta_path, metadata)
+        save_metadata(meta_path, metadata, scrub=self._scrubber.text)
         self.observer.opened(trace_path)
         result = EpisodeResult(trace_path, meta_path, metadata, status="running")
         try:
             self._run_stages(result)
         except EpisodeFailed as failure:
             result.error = failure
-            result.status = "cancelled" if self._cancel.is_set() else "error"
+            timed_out = self._timed_out or time.monotonic() > self._deadline
+            result.status = "cancelled" if self._cancel.is_set() else "timeout" if timed_out else "error"
         except KeyboardInterrupt:
             result.status = "cancelled"
             raise
@@ -145,6 +154,8 @@ class Episode:
         elif spec.backend == "local":
             with self._stage("install OpenCode", result) as say:
                 binary = resolve_opencode(spec.opencode_bin, spec.opencode_version, progress=say)
+            # A host-side, first-use install (npm, minutes) is not part of the episode's time.
+            self._deadline = time.monotonic() + spec.timeout_s
             with self._stage("create sandbox", result):
                 self._sandbox, self._opencode = create_local(binary, timeout_s=spec.timeout_s, metadata=metadata)
                 result.metadata.sandbox = sandbox_record(self._sandbox)
@@ -159,7 +170,8 @@ class Episode:
         else:
             raise EpisodeFailed("create sandbox", f"unknown backend {spec.backend!r} (use {' or '.join(BACKENDS)})")
         with self._stage("stage task", result) as say:
-            files = stage_task(self._sandbox, spec.task, progress=say, cancel=self._cancel)
+            files = stage_task(self._sandbox, spec.task, progress=say, cancel=self._cancel,
+                               pull_timeout_s=min(DEFAULT_PULL_TIMEOUT_S, max(1.0, self._deadline - time.monotonic())))
             say(f"{files} input file{'s' if files != 1 else ''} in /home/user/input")
             if self._session is None:  # opencode_env wrote its own
                 self._write_agent_files()
@@ -171,7 +183,9 @@ class Episode:
             self.observer.stage("grading", "skipped", 0.0, "cancelled: not graded")
             return
         with self._stage("grading", result) as say:
-            result.grade = grade_answer(self._sandbox, spec.task, cancel=self._cancel)
+            timeout = min(spec.task.grader_timeout_s, max(self._deadline - time.monotonic(), GRADE_FLOOR_S))
+            result.grade = grade_answer(self._sandbox, spec.task, timeout=timeout, scrub_secrets=[spec.endpoint.api_key],
+                                        cancel=self._cancel)  # fmt: skip
             if self._cancel.is_set():  # the grader was stopped: no grade
                 result.grade = None
                 raise EpisodeFailed("grading", "cancelled")
@@ -211,7 +225,7 @@ class Episode:
         result.metadata.config = redacted(config.model_dump())
 
         def verify(sandbox, _task):  # the environment's verifier; the runner grades with the same code
-            return to_verify_result(grade_answer(sandbox, spec.task))
+            return to_verify_result(grade_answer(sandbox, spec.task, scrub_secrets=[endpoint.api_key]))
 
         with self._stage("opencode_env setup", result) as say:
             say("opencode_env: sandbox, install check, opencode.json, setup shell, logging proxy")
@@ -234,13 +248,13 @@ class Episode:
         else:
             job = sandbox.start_bg(agent_command(HOME, opencode=self._opencode), envs=agent_environment(HOME))
         follower = LogFollower(sandbox, agent_log_path(HOME), result.trace_path, self.observer.received, self._scrubber)
-        deadline = time.monotonic() + self.spec.timeout_s
+        deadline = self._deadline
         stopped_by_us = None
         try:
             while True:
                 follower.poll()
                 try:
-                    result.exit_code = job.wait(timeout=POLL_S)
+                    result.exit_code = job.wait(timeout=CAPPED_POLL_S if follower.capped else POLL_S)
                     break
                 except TimeoutError:
                     pass
@@ -259,6 +273,11 @@ class Episode:
             follower.poll(final=True)  # what it wrote before it ended
         finally:
             follower.close()
+            if follower.capped:
+                seen = follower.remote_size() or follower.offset
+                result.metadata.caps_hit.append({"cap": "agent_log", "limit": follower.limit, "seen": seen})
+                say(f"the agent's log reached the {follower.limit}-byte trace cap ({seen} bytes in the sandbox): "
+                    "the rest was not read")  # fmt: skip
             if hasattr(sandbox, "wire_bytes"):
                 result.metadata.sandbox["transfer"] = {"log_bytes": follower.offset, "wire_bytes": sandbox.wire_bytes}
         if stopped_by_us:
@@ -277,8 +296,13 @@ class Episode:
             say("no sessionID in the log: nothing to recover")
             return
         binary = OPENCODE_IN_HOME if self._opencode == "opencode" else self._opencode
-        export = export_session(self._sandbox, binary, session_id, agent_environment(HOME), scrub=self._scrubber.text,
-                                report=say)  # fmt: skip
+        try:
+            export = export_session(self._sandbox, binary, session_id, agent_environment(HOME), scrub=self._scrubber.text,
+                                    report=say)  # fmt: skip
+        except ExportTooLarge as exc:
+            result.metadata.caps_hit.append({"cap": "opencode_export", "limit": exc.limit, "seen": exc.seen})
+            say(f"{exc}: unfinished calls not recovered")
+            return
         if export is None:
             say("opencode export failed: unfinished calls cannot be recovered")
             return
@@ -312,6 +336,9 @@ class Episode:
 
         if self._cancel.is_set() and name != "recover calls":
             raise EpisodeFailed(name, "cancelled")
+        if time.monotonic() > self._deadline and name not in ("recover calls", "grading"):
+            self._timed_out = True
+            raise EpisodeFailed(name, f"timeout: --timeout {self.spec.timeout_s:g} s ran out before {name}")
         if hasattr(self._sandbox, "notify"):
             self._sandbox.notify = say  # retries of remote calls show in this stage's log
         observer.stage(name, "started", 0.0)
@@ -348,7 +375,7 @@ class Episode:
         result.divergences = [json.loads(self._scrubber.text(json.dumps(item, default=str)))
                               for item in self.spec.endpoint.divergences()]  # fmt: skip
         self.spec.endpoint.close()
-        _save_json(result.trace_path.with_name("run.divergence.json"), result.divergences)
+        _save_json(result.trace_path.with_name("run.divergence.json"), result.divergences, self._scrubber.text)
         metadata = result.metadata
         metadata.status = result.status
         metadata.stop_reason = self._stop_reason if self._cancel.is_set() else None
@@ -364,13 +391,14 @@ class Episode:
                 grader_output=result.grade.grader_output,
                 grader_error=result.grade.grader_error,
             )
-        save_metadata(result.metadata_path, metadata)
+            metadata.caps_hit.extend(result.grade.caps_hit)
+        save_metadata(result.metadata_path, metadata, scrub=self._scrubber.text)
 
 
-def _save_json(path: Path, items: list) -> None:
+def _save_json(path: Path, items: list, scrub: Callable[[str], str]) -> None:
     """Beside the trace, only when there is something to say."""
     if items:
-        path.write_text(json.dumps(items, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        path.write_text(scrub(json.dumps(items, indent=2, ensure_ascii=False, default=str)) + "\n", encoding="utf-8")
 
 
 def _grade_line(grade: GradeResult) -> str:

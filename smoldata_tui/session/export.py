@@ -18,6 +18,14 @@ from pathlib import Path
 from smoldata_tui.trace.text import neutralize
 
 SETTLED = ("completed", "error")
+MAX_EXPORT_BYTES = 16 << 20  # the agent controls how big its session is: more is not read
+
+
+class ExportTooLarge(Exception):
+    def __init__(self, limit: int, seen: int | None) -> None:
+        super().__init__(f"opencode export printed {seen if seen is not None else 'more than ' + str(limit)} bytes, "
+                         f"over the {limit}-byte cap")  # fmt: skip
+        self.limit, self.seen = limit, seen
 
 
 @dataclass(frozen=True)
@@ -53,19 +61,30 @@ def first_session_id(trace_path: Path, lines: int = 50) -> str | None:
 
 
 def export_session(sandbox: object, opencode: str, session_id: str, env: dict[str, str],
-                   scrub: Callable[[str], str] = str,
+                   scrub: Callable[[str], str] = str, max_bytes: int = MAX_EXPORT_BYTES,
                    report: Callable[[str], None] = lambda _message: None) -> dict | None:  # fmt: skip
     """``opencode export <sessionID>`` run in the sandbox (its text passed through ``scrub``, which
-    masks secrets the agent printed); None when it fails, with the reason given to ``report``.
+    masks secrets the agent printed); None when it fails, with the reason given to ``report``. At
+    most ``max_bytes`` of it cross to the host: a larger export raises :class:`ExportTooLarge` with
+    the size seen.
 
     The export only reads OpenCode's database, so a remote sandbox may repeat it after a dropped
-    connection (``exec_repeatable``). It never raises: the episode is graded whatever happens here."""
+    connection (``exec_repeatable``). Apart from ExportTooLarge it never raises: the episode is
+    graded whatever happens here."""
+    command = (
+        f'f=$(mktemp) && {shlex.quote(opencode)} export {shlex.quote(session_id)} > "$f"; code=$?; '
+        f'echo "export-size=$(stat -c %s "$f")" >&2; head -c {max_bytes + 1} "$f"; rm -f "$f"; exit $code'
+    )
     run = getattr(sandbox, "exec_repeatable", None) or sandbox.exec
     try:
-        result = run(f"{shlex.quote(opencode)} export {shlex.quote(session_id)}", envs=env, timeout=60)
+        result = run(command, envs=env, timeout=60)
     except Exception as exc:  # noqa: BLE001 - recovery is best effort; grading goes on
         report(scrub(f"{type(exc).__name__}: {exc}"))
         return None
+    if len(result.stdout.encode("utf-8", "surrogateescape")) > max_bytes:
+        lines = (result.stderr or "").splitlines() + result.stdout[:200].splitlines()  # some backends merge the two
+        sizes = [line[len("export-size="):] for line in lines if line.startswith("export-size=")]
+        raise ExportTooLarge(max_bytes, int(sizes[-1]) if sizes and sizes[-1].isdigit() else None)
     if result.exit_code != 0:
         report(scrub(f"exit {result.exit_code}: {(result.stderr or result.stdout).strip()[:300]}"))
         return None

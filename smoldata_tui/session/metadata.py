@@ -51,6 +51,7 @@ import os
 import re
 import socket
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -174,6 +175,8 @@ class EpisodeMetadata:
     error: dict | None = None  # why the run errored: {"stage", "message"}; null otherwise
     stop_reason: str | None = None  # what stopped the episode early (a key, a signal, a closed terminal)
     owner: dict = field(default_factory=dict)  # {pid, start_time, boot_id, host} of the running process
+    # Each host limit an agent-controlled size reached: {cap, limit, seen} (docs/episode-format.md).
+    caps_hit: list[dict] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -203,6 +206,7 @@ class EpisodeMetadata:
             "error": _error(self.error),
             "stop_reason": self.stop_reason,
             "owner": dict(self.owner),
+            "caps_hit": list(self.caps_hit),
         }
 
     @property
@@ -392,12 +396,13 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         timings=_timings(reader),
         config=_object(data, "config", problems),
         trace=reader.text("trace"),
-        recovered_calls=_recovered_calls(data, problems),
+        recovered_calls=_objects(data, "recovered_calls", problems),
         sandbox=_object(data, "sandbox", problems),
         proxy_trace=reader.text("proxy_trace"),
         error=_read_error(data, problems),
         stop_reason=reader.text("stop_reason"),
         owner=_object(data, "owner", problems),
+        caps_hit=_objects(data, "caps_hit", problems),
         schema_version=version,
     )
 
@@ -427,14 +432,14 @@ def _object(data: dict, name: str, problems: list[str]) -> dict:
     return redact(value)
 
 
-def _recovered_calls(data: dict, problems: list[str]) -> list[dict]:
-    calls = data.get("recovered_calls")
-    if calls is None:
+def _objects(data: dict, name: str, problems: list[str]) -> list[dict]:
+    items = data.get(name)
+    if items is None:
         return []
-    if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
-        problems.append("recovered_calls should be a list of objects: ignored")
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        problems.append(f"{name} should be a list of objects: ignored")
         return []
-    return calls
+    return items
 
 
 def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = None) -> EpisodeMetadata | None:
@@ -471,11 +476,15 @@ def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = Non
     return metadata
 
 
-def save_metadata(path: str | os.PathLike[str], metadata: EpisodeMetadata) -> None:
+def save_metadata(path: str | os.PathLike[str], metadata: EpisodeMetadata,
+                  scrub: Callable[[str], str] | None = None) -> None:  # fmt: skip
     """Write atomically (a temporary file in the same folder, then a rename): a reader sees the
-    old file or the new one, never half of one. The config is redacted on the way out."""
+    old file or the new one, never half of one. The config is redacted on the way out, and the
+    whole text passes ``scrub`` (the episode's :class:`SecretScrubber`) last."""
     path = Path(path)
     payload = json.dumps(metadata.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if scrub is not None:
+        payload = scrub(payload)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

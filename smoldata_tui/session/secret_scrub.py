@@ -2,26 +2,59 @@
 
 The key must sit in the sandbox's ``opencode.json`` (OpenCode reads it there; opencode_env also puts
 it in the agent's environment), so an agent that runs ``cat ~/.config/opencode/opencode.json`` or
-``env`` writes it into its own log. Every byte of that log passes through a :class:`SecretScrubber`
-before it reaches disk or the screen: each occurrence becomes ``*`` of the same length, so line
-lengths, offsets and the JSON structure (hence the verdict) stay as they were.
+``env``, or writes it into its answer, hands it to us. Every text that leaves a sandbox or a grader
+passes through a :class:`SecretScrubber` before it reaches disk or the screen: each occurrence
+becomes ``*`` of the same length, so line lengths, offsets and the JSON structure (hence the
+verdict) stay as they were.
+
+Forms caught (see :func:`secret_forms`): the key as is, and the key as JSON writes it inside a
+string, nested up to :data:`MAX_JSON_NESTING` deep (a trace quoting a file that quotes the key),
+both as ``json.dumps`` writes it with ``ensure_ascii=False`` (as OpenCode's ``JSON.stringify``
+does: ``"``, ``\\`` and control characters escaped) and with ``ensure_ascii=True`` (every
+non-ASCII character as ``\\uXXXX``, lower- or upper-case hex). Other encodings (base64, a key
+printed backwards) are not recognised: nothing can recognise every encoding of a string.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
 
 MIN_SECRET_LENGTH = 8  # shorter "keys" (vLLM's EMPTY, "none") are placeholders, and would mask words
+MAX_JSON_NESTING = 3  # JSON inside JSON inside JSON: a tool output in a trace quoting opencode.json
+_HEX_ESCAPE = re.compile(r"\\u[0-9a-f]{4}")
+
+
+def _json_escaped(value: str, *, ascii_only: bool) -> str:
+    return json.dumps(value, ensure_ascii=ascii_only)[1:-1]
+
+
+def secret_forms(secret: str) -> set[str]:
+    """``secret`` and each way JSON (nested up to MAX_JSON_NESTING) may write it."""
+    forms, level = {secret}, {secret}
+    for _ in range(MAX_JSON_NESTING):
+        level = {_json_escaped(form, ascii_only=flag) for form in level for flag in (False, True)}
+        forms |= level
+    forms |= {_HEX_ESCAPE.sub(lambda match: match.group(0)[:2] + match.group(0)[2:].upper(), form) for form in forms}
+    return forms
 
 
 class SecretScrubber:
     def __init__(self, secrets: Iterable[str | None]) -> None:
-        self._secrets = sorted({s.encode() for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
+        self._plain = tuple(s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH)
+        texts = {form for secret in self._plain for form in secret_forms(secret)}
+        self._texts = sorted(texts, key=len, reverse=True)  # longest first: one form may hold another
+        self._secrets = sorted({text.encode() for text in texts}, key=len, reverse=True)
         self._pending = b""
 
     @property
     def active(self) -> bool:
         return bool(self._secrets)
+
+    def fresh(self) -> SecretScrubber:
+        """A scrubber for the same secrets with no stream state: one per stream."""
+        return SecretScrubber(self._plain)
 
     def feed(self, data: bytes) -> bytes:
         """The part of the stream that is safe to pass on now. Bytes that may be the start of a
@@ -41,9 +74,9 @@ class SecretScrubber:
 
     def text(self, value: str) -> str:
         """``value`` with the secrets masked (for strings that are not part of the stream)."""
-        for secret in self._secrets:
-            plain = secret.decode()
-            value = value.replace(plain, "*" * len(plain))
+        for secret in self._texts:
+            if secret in value:
+                value = value.replace(secret, "*" * len(secret))
         return value
 
     def _mask(self, data: bytes) -> bytes:

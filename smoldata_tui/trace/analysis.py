@@ -21,10 +21,11 @@ from smoldata_tui.trace.findings import FindingsCollector
 from smoldata_tui.trace.parse import (
     DEEP_NESTING,
     may_nest_deeply,
+    huge_line_error,
     parse_exactly,
     wrapper_may_split,
 )
-from smoldata_tui.trace.reader import LineBatch, LineFramer
+from smoldata_tui.trace.reader import HugeLine, LineBatch, LineFramer
 from smoldata_tui.trace.stats import Stats, StatsCollector
 from smoldata_tui.trace.steps import StepTracker
 from smoldata_tui.trace.verdict import Verdict, VerdictMachine
@@ -127,7 +128,7 @@ class TraceAnalysis:
     """Incremental analysis of one OpenCode ``run --format json`` stream."""
 
     def __init__(self, *, keep_events: bool = False, first_line: int = 1, offset: int = 0) -> None:
-        self._framer = LineFramer(first_line=first_line, offset=offset)
+        self._framer = LineFramer(first_line=first_line, offset=offset, huge_check=huge_line_error)
         self._verdict = VerdictMachine()
         steps = StepTracker()
         self._findings = FindingsCollector(steps)
@@ -223,6 +224,10 @@ class TraceAnalysis:
         deep_bytes = 2 * DEEP_NESTING
         line = batch.first_line
         offset = batch.offset
+        if batch.huge is not None:
+            self._take_huge(batch.huge, line, offset, not batch.terminated)
+            line += 1
+            offset += batch.huge.length + 1
         for raw in batch.lines:
             size = len(raw)
             try:
@@ -304,6 +309,20 @@ class TraceAnalysis:
             self._findings.malformed(line, index, event.error, truncated=truncated)
             if self.events is not None:
                 self.events.append(EventRecord(index, line, offset, len(raw), MALFORMED, None, self._step, piece=piece))
+
+
+    def _take_huge(self, huge: HugeLine, line: int, offset: int, unterminated: bool) -> None:
+        """A line too long to hold: one malformed event; its verdict decided as the wrapper would."""
+        index = self.event_count
+        self.event_count += 1
+        if huge.bad_utf8 is not None:
+            self._verdict.undecodable(line, huge.bad_utf8, offset + huge.bad_utf8_at)
+            self._findings.undecodable(line, index, huge.bad_utf8)
+        else:
+            self._verdict.unparsable(line, huge.error)
+            self._findings.malformed(line, index, huge.error, truncated=unterminated)
+        if self.events is not None:
+            self.events.append(EventRecord(index, line, offset, huge.length, MALFORMED, None, self._step))
 
 
 def analyze_bytes(data: bytes, *, keep_events: bool = False) -> tuple[TraceReport, TraceAnalysis]:

@@ -24,6 +24,7 @@ Where the two could disagree, and how the fast path notices:
 
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import dataclass, field
 
@@ -133,3 +134,47 @@ def parse_exactly(line: bytes) -> ExactLine:
         salvaged = whole.error is not None and any(piece.error is None for piece in pieces)
         events = pieces if salvaged else [whole]
     return ExactLine(decode_error, pieces, events, breaks)
+
+
+HUGE_LOOKAHEAD = 64  # json's scanner looks at most this far past the character it fails on
+
+
+def huge_line_error(prefix: bytes) -> tuple[bool, BaseException | None]:
+    """What the wrapper's ``json.loads`` fails with on a line known only by its first bytes.
+
+    ``(True, exc)``: every line that starts with ``prefix`` (and is valid UTF-8) makes the
+    wrapper raise ``exc`` at its first failing piece, whatever follows; ``(True, None)``:
+    ``prefix`` is not UTF-8, so decoding the log fails first. ``(False, None)``: the prefix
+    cannot tell, and the line must be read whole. json's scanner reads left to right and looks
+    at most HUGE_LOOKAHEAD characters past the one it fails on; only an unterminated string is
+    reported where it started rather than where the text ran out, so that error never decides
+    (tests/test_huge_lines.py checks this against the wrapper's rule).
+    """
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(prefix, False)
+    except UnicodeDecodeError:
+        return True, None
+    ended = text.splitlines(keepends=True)
+    for number, (piece, body) in enumerate(zip(ended, text.splitlines()), start=1):
+        complete = len(piece) > len(body) or number < len(ended)
+        if not body.strip():
+            if complete:
+                continue
+            return False, None
+        try:
+            json.loads(body)
+        except RecursionError as exc:  # the descent happens within the prefix, as it would in the line
+            return True, exc
+        except ValueError as exc:
+            if complete:
+                return True, exc
+            decided = (
+                isinstance(exc, json.JSONDecodeError)
+                and not exc.msg.startswith("Unterminated string")
+                and exc.pos < len(body) - HUGE_LOOKAHEAD
+            )
+            return (True, exc) if decided else (False, None)
+        else:
+            if not complete:
+                return False, None
+    return False, None

@@ -1,10 +1,57 @@
-"""Newline framing for a byte stream that arrives in chunks of any size."""
+"""Newline framing for a byte stream that arrives in chunks of any size.
+
+A line longer than :data:`HUGE_LINE_BYTES` is never held whole (an agent can make one for free:
+``truncate -s 2G`` on its log): the framer keeps its first :data:`HUGE_PREFIX_BYTES`, checks the
+rest is UTF-8 as it streams past, and hands out a :class:`HugeLine` instead of its bytes.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import codecs
+from dataclasses import dataclass, field
 
 _CR = b"\r"
+HUGE_LINE_BYTES = 32 << 20  # longer lines are streamed past, not held (real lines are far shorter)
+HUGE_PREFIX_BYTES = 1 << 20  # what is kept of such a line: enough to decide its verdict exactly
+
+
+@dataclass(slots=True)
+class HugeLine:
+    """A line over HUGE_LINE_BYTES: its size, its first bytes, and where its UTF-8 first breaks."""
+
+    length: int  # bytes, without the "\n"
+    prefix: bytes  # the first HUGE_PREFIX_BYTES
+    bad_utf8_at: int | None = None  # offset in the line of the first byte that is not UTF-8
+    bad_utf8: UnicodeDecodeError | None = None  # that error, as decoding the line there reports it
+    error: BaseException | None = None  # what json.loads raises on it (parse.huge_line_error)
+    _decoder: object = field(default=None, repr=False)
+
+    def take(self, data: bytes) -> None:
+        """Another piece of the line (after the prefix)."""
+        if len(self.prefix) < HUGE_PREFIX_BYTES:
+            room = HUGE_PREFIX_BYTES - len(self.prefix)
+            self.prefix += data[:room]
+        self._check(data)
+        self.length += len(data)
+
+    def _check(self, data: bytes, final: bool = False) -> None:
+        if self.bad_utf8 is not None:
+            return
+        if self._decoder is None:
+            self._decoder = codecs.getincrementaldecoder("utf-8")()
+        decoder = self._decoder
+        held = len(decoder.getstate()[0])  # bytes of a character cut by the last piece
+        if not final and not held and data.isascii():
+            return  # the common case (NULs, control characters) costs a scan, not a decode
+        try:
+            decoder.decode(data, final)
+        except UnicodeDecodeError as exc:
+            self.bad_utf8_at = self.length - held + exc.start
+            self.bad_utf8 = exc
+
+    def finish(self) -> None:
+        self._check(b"", final=True)
+        self._decoder = None
 
 
 def may_hold_extra_breaks(data: bytes) -> bool:
@@ -29,6 +76,9 @@ class LineBatch:
     lines: list[bytes]  # without their "\n"
     terminated: bool = True  # False only for the last line of a stream that lacks its "\n"
     may_split: bool = True  # False when no line can hold a break other than "\n"
+    # When set, the batch's first line was too long to hold: it is this, and ``lines`` holds
+    # only the lines after it (first_line/offset still count from it).
+    huge: HugeLine | None = None
 
 
 class LineFramer:
@@ -42,11 +92,16 @@ class LineFramer:
     never copied: the chunk is split once and only a carried-over head is joined.
     """
 
-    def __init__(self, *, first_line: int = 1, offset: int = 0) -> None:
-        """``first_line``/``offset``: where the bytes fed start, when they are not the stream's start."""
+    def __init__(self, *, first_line: int = 1, offset: int = 0, huge_check=None) -> None:
+        """``first_line``/``offset``: where the bytes fed start, when they are not the stream's start.
+        ``huge_check(prefix) -> (decided, error)``: whether a line over HUGE_LINE_BYTES may be
+        streamed past (see ``parse.huge_line_error``); without it every line is held whole."""
+        self._huge_check = huge_check
+        self._held_whole = False  # the pending line is huge but must be held: its head decides nothing
         self._pending: list[bytes] = []
         self._pending_size = 0
         self._pending_may_split = False
+        self._huge: HugeLine | None = None  # the pending line, once it passed HUGE_LINE_BYTES
         self._next_line = first_line
         self._next_offset = offset
         self.first_offset = offset
@@ -60,7 +115,31 @@ class LineFramer:
     @property
     def pending_bytes(self) -> int:
         """Bytes of a partial line still waiting for its newline."""
-        return self._pending_size
+        return self._huge.length if self._huge is not None else self._pending_size
+
+    def _add_pending(self, piece: bytes, hit: bool) -> None:
+        self._pending_may_split |= hit
+        if self._huge is not None:
+            self._huge.take(piece)
+            return
+        self._pending.append(piece)
+        self._pending_size += len(piece)
+        if self._pending_size > HUGE_LINE_BYTES and self._huge_check is not None and not self._held_whole:
+            held = b"".join(self._pending)
+            decided, error = self._huge_check(held[:HUGE_PREFIX_BYTES])
+            if not decided:
+                self._held_whole = True
+                self._pending = [held]
+                return
+            self._huge = HugeLine(0, b"", error=error)  # from here on only its head is kept
+            self._huge.take(held)
+            self._pending, self._pending_size = [], 0
+
+    def _take_huge(self, last_piece: bytes) -> HugeLine:
+        huge, self._huge = self._huge, None
+        huge.take(last_piece)
+        huge.finish()
+        return huge
 
     def feed(self, data: bytes) -> LineBatch | None:
         """Add bytes; return the lines they complete, if any."""
@@ -72,26 +151,34 @@ class LineFramer:
         lines = data.split(b"\n")
         tail = lines.pop()
         if not lines:  # no newline in this chunk: all of it is still pending
-            self._pending.append(tail)
-            self._pending_size += len(tail)
-            self._pending_may_split |= hit
+            self._add_pending(tail, hit)
             return None
         may_split = hit or self._pending_may_split
-        carried = self._pending_size
-        if self._pending:
+        carried = self.pending_bytes
+        huge = None
+        if self._huge is not None:
+            huge = self._take_huge(lines.pop(0))
+        elif self._pending:
             self._pending.append(lines[0])
             lines[0] = b"".join(self._pending)
-        self._pending = [tail] if tail else []
-        self._pending_size = len(tail)
-        self._pending_may_split = hit and bool(tail)
-        batch = LineBatch(self._next_line, self._next_offset, lines, True, may_split)
-        self._next_line += len(lines)
+        self._pending, self._pending_size, self._pending_may_split = [], 0, False
+        self._held_whole = False
+        if tail:
+            self._add_pending(tail, hit)
+        batch = LineBatch(self._next_line, self._next_offset, lines, True, may_split, huge)
+        self._next_line += len(lines) + (huge is not None)
         self._next_offset += carried + len(data) - len(tail)
         return batch
 
     def close(self) -> LineBatch | None:
         """End of stream: hand out the unterminated last line, if there is one."""
         self.closed = True
+        if self._huge is not None:
+            huge = self._take_huge(b"")
+            batch = LineBatch(self._next_line, self._next_offset, [], False, self._pending_may_split, huge)
+            self._next_line += 1
+            self._next_offset += huge.length
+            return batch
         if not self._pending:
             return None
         data = b"".join(self._pending)

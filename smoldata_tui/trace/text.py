@@ -44,3 +44,15 @@ def clip(text: str, limit: int) -> str:
         text = text[: limit * 4]  # bound the work on huge inputs before scanning
     text = neutralize(text, keep_newlines=False)
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def byte_size(count: int) -> str:
+    """``512 bytes``, ``64 KiB``, ``1.5 GiB``: a size for people (binary units)."""
+    if count < 1024:
+        return f"{count} bytes"
+    value = float(count)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}" if value < 10 and value != int(value) else f"{value:.0f} {unit}"
+    raise AssertionError("unreachable")

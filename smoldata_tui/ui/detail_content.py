@@ -19,7 +19,7 @@ from smoldata_tui.trace.summary import (
     pretty_json,
     summarize_parsed,
 )
-from smoldata_tui.trace.text import neutralize
+from smoldata_tui.trace.text import byte_size, neutralize
 from smoldata_tui.ui.safe_text import safe_text
 
 Block = tuple[str, list[str]]
@@ -82,11 +82,16 @@ def detail_blocks(
     step_started: float | None = None,
     raw_mode: bool = False,
 ) -> list[Block]:
-    """The whole detail of one event; ``raw_mode`` shows the exact line instead of sections."""
+    """The whole detail of one event; ``raw_mode`` shows the exact line instead of sections.
+    ``raw`` may be only the head of a huge line (see ``LineSource.read_shown``): then that is said."""
+    clipped = len(raw) < record.length
     parsed = parse_line(raw, record.piece)
     if parsed.error is not None and not parsed.text:
         parsed.text = raw.decode("utf-8", "replace")
     blocks = event_heading(record, parsed, first_timestamp, step_started)
+    if clipped:
+        note = f"line {record.line}: {byte_size(record.length)}, showing the first {byte_size(len(raw))}"
+        blocks = [heading(note), BLANK, *blocks]
     if findings:
         blocks.append(BLANK)
         blocks.extend(findings_blocks(findings))

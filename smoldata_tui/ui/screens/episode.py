@@ -397,8 +397,10 @@ class EpisodeScreen(Screen[None]):
         if event is None:
             return
         record = self.model.record(event)
-        self.app.copy_to_clipboard(self.source.read(record.offset, record.length).decode("utf-8", "replace"))
-        self.tell(f"Copied line {record.line} ({record.length:,} bytes).", timeout=3)
+        raw = self.source.read_shown(record.offset, record.length)
+        self.app.copy_to_clipboard(raw.decode("utf-8", "replace"))
+        copied = f"({record.length:,} bytes)" if len(raw) == record.length else f"(its first {len(raw):,} of {record.length:,} bytes)"
+        self.tell(f"Copied line {record.line} {copied}.", timeout=3)
 
     def action_back(self) -> None:
         """Esc, one step at a time: to the timeline, then clear the search, then to the picker."""

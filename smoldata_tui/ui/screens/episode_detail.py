@@ -74,7 +74,7 @@ class DetailController:
     def blocks(self, event: int) -> list[Block]:
         model = self.screen.model
         record = model.record(event)
-        raw = self.screen.source.read(record.offset, record.length)
+        raw = self.screen.source.read_shown(record.offset, record.length)
         started = model.step_started.get(record.step) if record.kind == "step_finish" else None
         return detail_blocks(
             record,

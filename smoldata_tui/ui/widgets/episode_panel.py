@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from smoldata_tui.session.metadata import EpisodeMetadata
 from smoldata_tui.session.proxy_trace import ProxyTurn, load_proxy_trace, summary_line
-from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.trace.text import byte_size, clip, neutralize
 
 
 def _field(text: Text, name: str, value: object) -> None:
@@ -20,6 +20,14 @@ def _field(text: Text, name: str, value: object) -> None:
         return
     text.append(f"{name:<17}", "bold")
     text.append(neutralize(str(value), keep_newlines=False) + "\n")
+
+
+def cap_line(cap: dict) -> str:
+    """``agent_log: 1.0 GiB seen, cut at 64 MiB``."""
+    def size(value: object) -> str:
+        return byte_size(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+    return neutralize(f"{cap.get('cap')}: {size(cap.get('seen'))} seen, cut at {size(cap.get('limit'))}", keep_newlines=False)
 
 
 def grade_text(metadata: EpisodeMetadata) -> Text:
@@ -66,6 +74,10 @@ def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: li
             _field(text, name.replace("_", " "), getattr(metadata, name))
         if metadata.duration_s is not None:
             _field(text, "duration", f"{metadata.duration_s:.1f} s")
+        if metadata.caps_hit:
+            text.append("\nLimits hit (agent-controlled sizes the host capped)\n", "bold underline")
+            for cap in metadata.caps_hit:
+                text.append(f"! {cap_line(cap)}\n", "yellow")
         if metadata.recovered_calls:
             text.append("\nUnfinished calls recovered from opencode export\n", "bold underline")
             text.append("Running when the agent was stopped: the stream never shows them.\n", "dim")

@@ -33,6 +33,7 @@ STRIP_CACHE = 1024
 # A row summary needs the whole line parsed; past this size the row says so instead of
 # reading megabytes for one line of text (the detail pane still shows all of it).
 ROW_READ_LIMIT = 16 << 20
+SHOWN_OF_HUGE_LINE = 64 << 10  # what the detail pane and copy show of a line over ROW_READ_LIMIT
 
 
 class LineSource:
@@ -45,6 +46,11 @@ class LineSource:
         if self.fd is None:
             return b""
         return os.pread(self.fd, length, offset)
+
+    def read_shown(self, offset: int, length: int) -> bytes:
+        """The line, or only its first SHOWN_OF_HUGE_LINE bytes when it is over ROW_READ_LIMIT:
+        a 2 GiB line is shown clipped, never read whole."""
+        return self.read(offset, length if length <= ROW_READ_LIMIT else SHOWN_OF_HUGE_LINE)
 
     def replace(self, fd: int | None) -> None:
         old, self.fd = self.fd, fd
