@@ -144,6 +144,7 @@ def episode_spec(args) -> EpisodeSpec:
         opencode_bin=args.opencode_bin,
         daytona=daytona,
         harness=harness,
+        capture=not getattr(args, "no_capture", False),
     )
 
 

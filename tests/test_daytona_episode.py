@@ -64,7 +64,7 @@ def test_replayed_episode_in_daytona_grades_one_and_leaves_nothing(tmp_path, loc
     assert live.verdict.native_tool_calls == analyze_path(PASSING)[0].verdict.native_tool_calls == 3
     assert bytes(recorder.bytes) == result.trace_path.read_bytes()
     done = [name for name, state, _ in recorder.stages if state == "done"]
-    assert done == ["create sandbox", "install OpenCode", "stage task", "agent running", "recover calls", "grading"]
+    assert done == ["create sandbox", "install OpenCode", "capture proxy", "stage task", "agent running", "recover calls", "grading"]
     assert any("nothing to install" in m for m in messages(recorder, "install OpenCode"))
     # The sandbox was made the way the environment makes it, labelled, capped, and deleted.
     assert local_daytona.sandbox_ids() == []

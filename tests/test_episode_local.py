@@ -95,7 +95,7 @@ def test_replayed_passing_episode_grades_one_with_the_recordings_verdict(tmp_pat
     # What the observer was handed is exactly the saved trace, and every stage ran in order.
     assert bytes(recorder.bytes) == result.trace_path.read_bytes()
     done = [name for name, state, _ in recorder.stages if state == "done"]
-    assert done == ["install OpenCode", "create sandbox", "stage task", "agent running", "recover calls", "grading"]
+    assert done == ["install OpenCode", "create sandbox", "capture proxy", "stage task", "agent running", "recover calls", "grading"]
     metadata = json.loads(result.metadata_path.read_text())
     assert metadata["status"] == "finished" and metadata["grade"]["env_reward"] == 1.0
     assert metadata["model"] == f"replay:{recording}"

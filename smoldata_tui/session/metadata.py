@@ -52,7 +52,7 @@ FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
 METADATA_SUFFIX = ".meta.json"
 # Files beside a trace that are JSON Lines but not OpenCode traces (opencode_env's proxy trace).
-SIDECAR_SUFFIXES = (".proxy.jsonl",)
+SIDECAR_SUFFIXES = (".proxy.jsonl", ".requests.jsonl")
 
 
 def is_trace_name(name: str) -> bool:
@@ -164,6 +164,9 @@ class EpisodeMetadata:
     # wire_bytes}: what following the agent's log cost on the network.
     sandbox: dict = field(default_factory=dict)
     proxy_trace: str | None = None  # opencode_env's per-turn proxy records, beside the trace
+    # The capture proxy: {enabled, level, trainable, max_output_tokens, thinking, requests,
+    # training_trace, not_trainable_because, ...} (smoldata_tui.training.capture.CaptureRecord).
+    capture: dict = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict:
@@ -186,6 +189,7 @@ class EpisodeMetadata:
             "recovered_calls": list(self.recovered_calls),
             "sandbox": redact(self.sandbox),
             "proxy_trace": self.proxy_trace,
+            "capture": redact(self.capture),
         }
 
     @property
@@ -322,6 +326,7 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         recovered_calls=_recovered_calls(data, problems),
         sandbox=_object(data, "sandbox", problems),
         proxy_trace=reader.text("proxy_trace"),
+        capture=_object(data, "capture", problems),
         schema_version=version,
     )
 
