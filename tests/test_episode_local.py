@@ -73,11 +73,12 @@ def processes_matching(text: str) -> list[str]:
 
 
 def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 120, tasks_root: Path | None = None,
-                cancel_after: float | None = None) -> tuple:  # fmt: skip
+                cancel_after: float | None = None, capture: bool = True) -> tuple:  # fmt: skip
     task = load_task((tasks_root or default_task_root()) / task_name)
     endpoint = open_endpoint(model=model)
     recorder = Recorder()
-    episode = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=timeout, save_dir=save), recorder)
+    spec = EpisodeSpec(task=task, endpoint=endpoint, timeout_s=timeout, save_dir=save, capture=capture)
+    episode = Episode(spec, recorder)
     if cancel_after is not None:
         threading.Timer(cancel_after, episode.cancel).start()
     return episode.run(), recorder
@@ -119,18 +120,22 @@ class _Unauthorized(BaseHTTPRequestHandler):
         pass
 
 
-def test_the_api_key_is_never_saved_or_reported(tmp_path, sandboxes, monkeypatch):
+@pytest.mark.parametrize("capture", [True, False], ids=["capture", "no-capture"])
+def test_the_api_key_is_never_saved_or_reported(tmp_path, sandboxes, monkeypatch, capture):
     secret = "sk-live-do-not-leak-7d1f0a9c3b"
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Unauthorized)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("SANDBOX_VLLM_KEY", secret)
     monkeypatch.setenv("SANDBOX_VLLM_URL", f"http://127.0.0.1:{server.server_address[1]}")
     try:
-        result, recorder = run_episode("sales-top-region", "some-model", tmp_path / "runs", timeout=90)
+        result, recorder = run_episode("sales-top-region", "some-model", tmp_path / "runs", timeout=90, capture=capture)
     finally:
         server.shutdown()
-    assert result.graded and result.grade.env_reward == 0.0  # a failed agent is still an episode
-    assert b'"type":"error"' in result.trace_path.read_bytes()
+    if capture:  # the capture proxy's probe is refused: the episode stops before the agent, saying why
+        assert result.status == "error" and result.error.stage == "capture proxy" and "401" in result.error.reason
+    else:
+        assert result.graded and result.grade.env_reward == 0.0  # a failed agent is still an episode
+        assert b'"type":"error"' in result.trace_path.read_bytes()
     for path in result.trace_path.parent.iterdir():
         assert secret not in path.read_text(errors="replace"), path
     assert all(secret not in message for _, _, message in recorder.stages)

@@ -20,6 +20,7 @@ from smoldata_tui.training import load_training_trace
 from smoldata_tui.training.requests import read_requests
 
 from .conftest import SAMPLES, run_cli
+from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import Recorder, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
 
@@ -148,9 +149,23 @@ def test_no_capture_talks_straight_to_the_endpoint_and_check_says_so(tmp_path, s
     calls = agent_requests(server)
     # OpenCode's own request: its output budget, thinking left to the model, no token ids asked.
     assert calls and all(request["model"] == MODEL for request in calls)
-    assert all(request["max_tokens"] is None or request["max_tokens"] > 4096 for request in calls), calls
+    assert all(request["max_tokens"] == 32000 for request in calls), calls  # OpenCode 1.18.31's own budget
     assert all(request["enable_thinking"] is None and not request["return_token_ids"] for request in calls)
     assert not (result.trace_path.parent / "run.training.json").exists()
     assert json.loads(result.metadata_path.read_text())["capture"] == {"enabled": False}
     kinds = {f["kind"] for f in json.loads(run_cli("check", "--json", str(result.trace_path)).stdout)["findings"]}
     assert {"output_cap_missing", "thinking_enabled"} <= kinds
+
+
+def test_daytona_episode_through_the_capture_proxy_is_trainable(tmp_path, local_daytona):
+    from smoldata_tui.sandbox.daytona import DaytonaSettings
+
+    from .test_daytona_episode import FAST
+
+    result, recorder, server = run(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"), tmp_path / "runs",
+                                   backend="daytona", daytona=DaytonaSettings(**FAST))  # fmt: skip
+    assert result.grade.env_reward == 1.0
+    assert_trainable_episode(result, server, expected_calls=3)
+    done = [name for name, state, _ in recorder.stages if state == "done"]
+    assert done[:3] == ["create sandbox", "install OpenCode", "capture proxy"]
+    assert local_daytona.sandbox_ids() == []

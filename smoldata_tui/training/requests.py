@@ -72,22 +72,27 @@ class RequestLog:
             self.count += 1
 
 
-def read_requests(path: str | os.PathLike[str], problems: list[str] | None = None) -> list[dict] | None:
-    """The summaries in a requests file; None when it is absent. Bad lines are skipped and said."""
-    path = Path(path)
+def read_capped(path: Path, limit: int, notes: list[str]) -> bytes | None:
+    """Up to ``limit`` + 1 bytes of a sidecar; None when it is absent or unreadable (said in ``notes``)."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_REQUESTS_BYTES + 1)
+            return handle.read(limit + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if problems is not None:
-            problems.append(f"{path.name}: cannot read it: {exc.strerror or exc}")
+        notes.append(f"cannot read it: {exc.strerror or exc}")
         return None
-    if len(data) > MAX_REQUESTS_BYTES and problems is not None:
-        problems.append(f"{path.name}: larger than {MAX_REQUESTS_BYTES >> 20} MB; only its start is read")
-    found = []
-    for number, line in enumerate(data[:MAX_REQUESTS_BYTES].splitlines(), 1):
+
+
+def read_requests(path: str | os.PathLike[str], problems: list[str] | None = None) -> list[dict] | None:
+    """The summaries in a requests file; None when it is absent. Bad lines are skipped and said."""
+    path = Path(path)
+    notes: list[str] = []
+    data = read_capped(path, MAX_REQUESTS_BYTES, notes)
+    found = None if data is None else []
+    if data is not None and len(data) > MAX_REQUESTS_BYTES:
+        notes.append(f"larger than {MAX_REQUESTS_BYTES >> 20} MB; only its start is read")
+    for number, line in enumerate((data or b"")[:MAX_REQUESTS_BYTES].splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -96,6 +101,8 @@ def read_requests(path: str | os.PathLike[str], problems: list[str] | None = Non
             item = None
         if isinstance(item, dict):
             found.append(item)
-        elif problems is not None:
-            problems.append(f"{path.name}: line {number} is not a JSON object: skipped")
+        else:
+            notes.append(f"line {number} is not a JSON object: skipped")
+    if problems is not None:
+        problems.extend(f"{path.name}: {note}" for note in notes)
     return found

@@ -31,6 +31,7 @@ from typing import Any
 
 from smoldata_tui.session.metadata import redact_text
 from smoldata_tui.trace import analyze_path
+from smoldata_tui.training.requests import read_capped
 
 TRAINING_SUFFIX = ".training.json"
 MAX_TRAINING_BYTES = 512 << 20
@@ -117,14 +118,9 @@ def load_training_trace(path: str | os.PathLike[str], problems: list[str] | None
     path = Path(path)
     notes: list[str] = []
     loaded = None
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_TRAINING_BYTES + 1)
-    except FileNotFoundError:
+    data = read_capped(path, MAX_TRAINING_BYTES, notes)
+    if data is None and not notes:
         return None
-    except OSError as exc:
-        notes.append(f"cannot read it: {exc.strerror or exc}")
-        data = None
     if data is not None and len(data) > MAX_TRAINING_BYTES:
         notes.append(f"it is larger than {MAX_TRAINING_BYTES >> 20} MB")
     elif data is not None:
