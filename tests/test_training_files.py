@@ -142,3 +142,21 @@ def test_no_requests_file_a_version_mismatch_and_a_trace_without_sidecars(tmp_pa
     lone.mkdir()
     shutil.copy(SAMPLES / "clean_pass.jsonl", lone / "run.jsonl")
     assert sidecar_findings(lone / "run.jsonl") == []
+
+
+def test_an_opencode_env_episode_is_judged_from_its_proxy_trace_and_its_config(tmp_path):
+    trace = _episode(tmp_path, config={"disabled_tools": ["webfetch", "question", "task"], "proxy_max_tokens_cap": 16384,
+                                       "proxy_disable_thinking": True, "extra_opencode_json": {"permission": {"*": "allow"}}},
+                     capture={}, requests=None)  # fmt: skip
+    metadata = json.loads((tmp_path / "run.meta.json").read_text())
+    metadata.update(harness="opencode-env")
+    (tmp_path / "run.meta.json").write_text(json.dumps(metadata))
+    assert sorted(f.kind for f in sidecar_findings(trace)) == ["disabled_tool_called", "output_cap_missing"]
+    # With its proxy trace, the requests it forwarded are the evidence.
+    metadata.update(proxy_trace="run.proxy.jsonl")
+    (tmp_path / "run.meta.json").write_text(json.dumps(metadata))
+    forwarded = {"max_tokens": 4096, "chat_template_kwargs": {"enable_thinking": False}, "tools": TOOLS, "messages": []}
+    (tmp_path / "run.proxy.jsonl").write_text(json.dumps({"turn": 1, "request": forwarded}) + "\n")
+    found = {f.kind: f.message for f in sidecar_findings(trace)}
+    assert sorted(found) == ["disabled_tool_called", "disabled_tool_offered"]
+    assert "task, webfetch" in found["disabled_tool_offered"] and '"permission"' in found["disabled_tool_offered"]

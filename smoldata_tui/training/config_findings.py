@@ -3,7 +3,8 @@
 A trace says what the agent did; its sidecars say what it was offered and under which policy:
 ``run.meta.json`` (``config``: the ``opencode.json`` the agent ran with, or opencode_env's
 ``OpenCodeConfig``; ``capture``; ``sandbox.opencode_version``) and ``run.requests.jsonl`` (what
-each model call asked for: :mod:`requests`). From them:
+each model call asked for: :mod:`requests`), or for ``--harness opencode-env`` the requests in
+opencode_env's proxy trace. From them:
 
 * ``disabled_tool_offered`` (warning): a tool the config disables was in a request's tool list.
   OpenCode 1.18.31 with ``"permission": {"*": "allow"}`` turns ``webfetch`` and ``task`` back on
@@ -29,7 +30,7 @@ import orjson
 from smoldata_tui.session.metadata import EpisodeMetadata, load_metadata, metadata_path_for
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.training.capture import TRAINING_OUTPUT_CAP
-from smoldata_tui.training.requests import read_requests, requests_path_for
+from smoldata_tui.training.requests import read_requests, request_summary, requests_path_for
 
 MAX_TRACE_SCAN_BYTES = 256 << 20
 
@@ -119,9 +120,17 @@ def _policy(requests: list[dict]) -> list[Finding]:
 
 
 def _policy_from_metadata(metadata: EpisodeMetadata) -> list[Finding]:
-    """No requests file: only an episode of the built-in driver run without the proxy is known."""
-    capture = metadata.capture
-    if not metadata.config.get("provider") or (capture and capture.get("enabled") is not False):
+    """No requests: what the configuration says about the policy, when it says anything."""
+    config, capture = metadata.config, metadata.capture
+    if metadata.harness == "opencode-env":  # opencode_env's own proxy applies its configured policy
+        cap, thinking_off = config.get("proxy_max_tokens_cap"), config.get("proxy_disable_thinking")
+        uncapped = not isinstance(cap, int) or cap > TRAINING_OUTPUT_CAP
+        why = "opencode_env's proxy was configured"
+        return ([Finding("output_cap_missing", Severity.WARNING, None, None,
+                         f"{why} with proxy_max_tokens_cap {cap}, not ≤ {TRAINING_OUTPUT_CAP}")] if uncapped else []) + (
+            [] if thinking_off is True else
+            [Finding("thinking_enabled", Severity.WARNING, None, None, f"{why} without proxy_disable_thinking")])  # fmt: skip
+    if not config.get("provider") or (capture and capture.get("enabled") is not False):
         return []
     why = "ran without the capture proxy (--no-capture)" if capture else "was recorded without the capture proxy"
     return [
@@ -132,11 +141,23 @@ def _policy_from_metadata(metadata: EpisodeMetadata) -> list[Finding]:
     ]  # fmt: skip
 
 
+def _proxy_requests(trace_path: Path, metadata: EpisodeMetadata | None, problems: list[str] | None) -> list[dict] | None:
+    """opencode_env's proxy trace (``--harness opencode-env``) holds each forwarded request whole."""
+    if metadata is None or not metadata.proxy_trace:
+        return None
+    records = read_requests(trace_path.with_name(Path(metadata.proxy_trace).name), problems)
+    if records is None:
+        return None
+    return [request_summary(record["request"]) for record in records if isinstance(record.get("request"), dict)]
+
+
 def sidecar_findings(trace_path: str | os.PathLike[str], problems: list[str] | None = None) -> list[Finding]:
     """The configuration findings for the episode whose trace is ``trace_path``; [] without sidecars."""
     trace_path = Path(trace_path)
     metadata = load_metadata(metadata_path_for(trace_path), problems)
     requests = read_requests(requests_path_for(trace_path), problems)
+    if requests is None:
+        requests = _proxy_requests(trace_path, metadata, problems)
     findings: list[Finding] = []
     config = metadata.config if metadata is not None else {}
     disabled = disabled_tools(config)
