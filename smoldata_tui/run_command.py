@@ -2,7 +2,8 @@
 
 Stage progress goes to stderr, events to stdout. The last stdout line is a JSON object with
 ``task``, ``status``, ``exit_code``, ``native_tool_calls``, ``findings`` (counts by severity),
-``grade`` (``env_reward``, or null with the grader error) and ``trace`` (the saved path).
+``grade`` (``env_reward``, or null with the grader error), ``trace`` (the saved path),
+``capture_level`` and ``training_trace`` (``run.training.json``'s path, or null).
 Exit 0 when the episode was graded (whatever the grade), 1 when it could not be (an
 infrastructure failure, said in one line), 2 for usage errors.
 """
@@ -109,6 +110,8 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "grade": grade,
         "trace": str(result.trace_path),
         "metadata": str(result.metadata_path),
+        "capture_level": result.metadata.capture.get("level"),  # null with --no-capture
+        "training_trace": str(result.trace_path.with_name(training)) if (training := result.metadata.capture.get("training_trace")) else None,
         "recovered_calls": len(result.recovered),
         "divergences": len(result.divergences),
         "error": str(result.error) if result.error else None,

@@ -169,3 +169,34 @@ def test_daytona_episode_through_the_capture_proxy_is_trainable(tmp_path, local_
     done = [name for name, state, _ in recorder.stages if state == "done"]
     assert done[:3] == ["create sandbox", "install OpenCode", "capture proxy"]
     assert local_daytona.sandbox_ids() == []
+
+
+def test_a_cancelled_episode_keeps_its_training_record_and_stops_the_proxy(tmp_path, sandboxes):
+    import socket
+    import threading
+    import time
+
+    from .test_episode_local import _sleeping_recording, processes_matching
+
+    endpoint, server = replay_endpoint(ReplayScript.from_trace(_sleeping_recording(tmp_path)))
+    spec = EpisodeSpec(task=load_task(default_task_root() / "sales-top-region"), endpoint=endpoint,
+                       save_dir=tmp_path / "runs", timeout_s=300)  # fmt: skip
+    episode = Episode(spec, Recorder())
+
+    def cancel_inside_the_sleep() -> None:
+        while not agent_requests(server):
+            time.sleep(0.1)
+        time.sleep(3)  # the agent is now inside `sleep 300`
+        episode.cancel()
+
+    threading.Thread(target=cancel_inside_the_sleep, daemon=True).start()
+    result = episode.run()
+    assert result.status == "cancelled" and processes_matching("sleep 300") == []
+    capture = json.loads(result.metadata_path.read_text())["capture"]
+    assert capture["level"] == "tokens" and capture["training_turns"] == 1, json.dumps(capture)  # the running call
+    trace = load_training_trace(result.trace_path.parent / "run.training.json")
+    seed = seed_outcome(result.trace_path.read_bytes())
+    assert [turn["metadata"]["native_tool_calls"] for turn in trace.turns] == [seed.calls] == [None]
+    with pytest.raises(OSError):  # the proxy is gone with the episode
+        socket.create_connection(("127.0.0.1", capture["port"]), timeout=5).close()
+    assert sandbox_dirs(sandboxes) == []

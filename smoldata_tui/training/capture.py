@@ -98,6 +98,7 @@ class CaptureRecord:
     training_trace: str | None = None  # run.training.json, when there is one
     training_turns: int | None = None
     not_trainable_because: str | None = None
+    port: int | None = None  # where it listened on the host, while the episode ran
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -209,6 +210,7 @@ class ModelCapture:
                     raise
                 continue
             self._server, self.port = server, port
+            self.record.port = port
             break
         self.session_id = self._mint_session()
         level = self.record.level
