@@ -25,7 +25,9 @@ from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import Recorder, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("opencode_bin")
-MODEL = "Qwen/Qwen3.5-4B"  # an organisation prefix, which must reach the model whole
+# An organisation prefix, which must reach the model whole; not a Qwen3.5 name, for which openenv
+# disables thinking by itself: here only the environment's policy does.
+MODEL = "acme-labs/coder-7b-instruct"
 SECRET = "sk-endpoint-key-never-in-the-sandbox-91c2"
 
 
@@ -93,6 +95,7 @@ def assert_trainable_episode(result, server: ReplayServer, expected_calls: int |
 def test_live_episode_through_the_capture_proxy_is_trainable_and_flags_the_configuration(tmp_path, sandboxes):
     script = ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl")
     result, recorder, server = run(script, tmp_path / "runs")
+    assert result.error is None and result.status == "finished", (result.error, result.status, recorder.stages)
     assert result.grade.env_reward == 1.0
     assert_trainable_episode(result, server, expected_calls=3)
     said = [message for name, _, message in recorder.stages if name == "capture proxy"]

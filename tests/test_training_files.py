@@ -160,3 +160,39 @@ def test_an_opencode_env_episode_is_judged_from_its_proxy_trace_and_its_config(t
     found = {f.kind: f.message for f in sidecar_findings(trace)}
     assert sorted(found) == ["disabled_tool_called", "disabled_tool_offered"]
     assert "task, webfetch" in found["disabled_tool_offered"] and '"permission"' in found["disabled_tool_offered"]
+
+
+def test_the_capture_proxy_applies_training_policy_to_what_reaches_the_model(tmp_path):
+    import urllib.request
+
+    from smoldata_tui.session.replay_script import ReplayScript
+    from smoldata_tui.session.replay_server import ReplayServer
+    from smoldata_tui.training.capture import ModelCapture
+
+    model = "acme-labs/coder-7b"  # not a Qwen3.5 name: openenv alone would leave thinking on
+    script = ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl")
+    with ReplayServer(script, model=model, record_requests=True) as server:
+        capture = ModelCapture(llm_url=server.base_url, model=model, api_key="sk-upstream-key-0123456789",
+                               requests_path=tmp_path / "run.requests.jsonl")  # fmt: skip
+        said: list[str] = []
+        capture.start(said.append)
+        try:
+            body = {"model": "coder-7b", "max_tokens": 32000, "stream": False, "tools": TOOLS,
+                    "messages": [{"role": "user", "content": "go"}]}  # fmt: skip
+            request = urllib.request.Request(f"{capture.base_url}/chat/completions", data=json.dumps(body).encode(),
+                                             headers={"Authorization": f"Bearer {capture.session_id}",
+                                                      "Content-Type": "application/json"})  # fmt: skip
+            with urllib.request.urlopen(request, timeout=60) as response:
+                answer = json.loads(response.read())
+        finally:
+            capture.stop()
+    reached = [r for r in server.requests if r["tools"]]
+    assert len(reached) == 1
+    assert reached[0] | {"messages": 1} == {
+        "model": model, "max_tokens": 4096, "max_completion_tokens": None, "enable_thinking": False, "logprobs": True,
+        "return_token_ids": True, "top_logprobs": 0, "temperature": None, "stream": False,
+        "tools": ["bash", "webfetch", "task"], "messages": 1,
+    }  # fmt: skip
+    assert [json.loads(line) for line in (tmp_path / "run.requests.jsonl").read_text().splitlines()][-1] == reached[0]
+    assert answer["choices"][0]["message"]["tool_calls"] and capture.record.level == "tokens"
+    assert any("capture level tokens: trainable" in line for line in said)
