@@ -71,6 +71,9 @@ def check_one(path: Path) -> Checked:
         report = analyze_path_parallel(path)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    from smoldata_tui.training.config_findings import sidecar_findings
+
+    report.findings.extend(sidecar_findings(path))  # the episode's configuration, when its sidecars sit beside it
     return Checked(path, report)
 
 

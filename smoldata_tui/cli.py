@@ -140,6 +140,9 @@ def _add_run_parser(commands) -> None:
     run.add_argument("--opencode-version", default="1.18.31", metavar="V", help="OpenCode version (default 1.18.31)")
     run.add_argument("--opencode-bin", metavar="PATH", help="use this OpenCode binary instead of the cached install")
     run.add_argument("--headless", action="store_true", help="no TUI: print events and a final JSON line")
+    run.add_argument("--no-capture", action="store_true",
+                     help="OpenCode talks straight to the endpoint (its key in the sandbox), not through openenv's "
+                     "capture proxy in training's policy; no run.training.json")
 
 
 def main(argv: list[str] | None = None) -> int:

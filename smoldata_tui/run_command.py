@@ -2,7 +2,8 @@
 
 Stage progress goes to stderr, events to stdout. The last stdout line is a JSON object with
 ``task``, ``status``, ``exit_code``, ``native_tool_calls``, ``findings`` (counts by severity),
-``grade`` (``env_reward``, or null with the grader error) and ``trace`` (the saved path).
+``grade`` (``env_reward``, or null with the grader error), ``trace`` (the saved path),
+``capture_level`` and ``training_trace`` (``run.training.json``'s path, or null).
 Exit 0 when the agent finished and its answer was graded (whatever the grade), 1 when not (a
 timeout, a cancel, an infrastructure failure said in one line, a grader that could not grade),
 2 for usage errors. SIGTERM, SIGHUP, SIGINT (exit 130) and a closed stdout (``| head``) stop the
@@ -137,6 +138,8 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "grade": grade,
         "trace": str(result.trace_path),
         "metadata": str(result.metadata_path),
+        "capture_level": result.metadata.capture.get("level"),  # null with --no-capture
+        "training_trace": str(result.trace_path.with_name(training)) if (training := result.metadata.capture.get("training_trace")) else None,
         "recovered_calls": len(result.recovered),
         "divergences": len(result.divergences),
         "caps_hit": list(result.metadata.caps_hit),
@@ -196,6 +199,7 @@ def episode_spec(args) -> EpisodeSpec:
         opencode_bin=args.opencode_bin,
         daytona=daytona,
         harness=harness,
+        capture=not getattr(args, "no_capture", False),
     )
 
 

@@ -56,7 +56,7 @@ def start_run(tmp_path, recording) -> subprocess.Popen:
 
     threading.Thread(target=read, args=(proc.stderr, proc.stderr_lines), daemon=True).start()
     threading.Thread(target=read, args=(proc.stdout, proc.stdout_lines, first_event), daemon=True).start()
-    assert first_event.wait(90), "".join(proc.stderr_lines)
+    assert first_event.wait(300), "".join(proc.stderr_lines)  # after the capture proxy (openenv import, probe)
     time.sleep(1.5)  # the replayed bash call (sleep 300) is running now
     return proc
 

@@ -73,11 +73,12 @@ def processes_matching(text: str) -> list[str]:
 
 
 def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 300, tasks_root: Path | None = None,
-                cancel_after: float | None = None) -> tuple:  # fmt: skip
+                cancel_after: float | None = None, capture: bool = True) -> tuple:  # fmt: skip
     task = load_task((tasks_root or default_task_root()) / task_name)
     endpoint = open_endpoint(model=model)
     recorder = Recorder()
-    episode = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=timeout, save_dir=save), recorder)
+    spec = EpisodeSpec(task=task, endpoint=endpoint, timeout_s=timeout, save_dir=save, capture=capture)
+    episode = Episode(spec, recorder)
     if cancel_after is not None:
         threading.Timer(cancel_after, episode.cancel).start()
     return episode.run(), recorder
@@ -95,7 +96,7 @@ def test_replayed_passing_episode_grades_one_with_the_recordings_verdict(tmp_pat
     # What the observer was handed is exactly the saved trace, and every stage ran in order.
     assert bytes(recorder.bytes) == result.trace_path.read_bytes()
     done = [name for name, state, _ in recorder.stages if state == "done"]
-    assert done == ["install OpenCode", "create sandbox", "stage task", "agent running", "recover calls", "grading"]
+    assert done == ["install OpenCode", "create sandbox", "capture proxy", "stage task", "agent running", "recover calls", "grading"]
     metadata = json.loads(result.metadata_path.read_text())
     assert metadata["status"] == "finished" and metadata["grade"]["env_reward"] == 1.0
     assert metadata["model"] == f"replay:{recording}"
@@ -119,18 +120,22 @@ class _Unauthorized(BaseHTTPRequestHandler):
         pass
 
 
-def test_the_api_key_is_never_saved_or_reported(tmp_path, sandboxes, monkeypatch):
+@pytest.mark.parametrize("capture", [True, False], ids=["capture", "no-capture"])
+def test_the_api_key_is_never_saved_or_reported(tmp_path, sandboxes, monkeypatch, capture):
     secret = "sk-live-do-not-leak-7d1f0a9c3b"
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Unauthorized)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("SANDBOX_VLLM_KEY", secret)
     monkeypatch.setenv("SANDBOX_VLLM_URL", f"http://127.0.0.1:{server.server_address[1]}")
     try:
-        result, recorder = run_episode("sales-top-region", "some-model", tmp_path / "runs", timeout=90)
+        result, recorder = run_episode("sales-top-region", "some-model", tmp_path / "runs", timeout=90, capture=capture)
     finally:
         server.shutdown()
-    assert result.graded and result.grade.env_reward == 0.0  # a failed agent is still an episode
-    assert b'"type":"error"' in result.trace_path.read_bytes()
+    if capture:  # the capture proxy's probe is refused: the episode stops before the agent, saying why
+        assert result.status == "error" and result.error.stage == "capture proxy" and "401" in result.error.reason
+    else:
+        assert result.graded and result.grade.env_reward == 0.0  # a failed agent is still an episode
+        assert b'"type":"error"' in result.trace_path.read_bytes()
     for path in result.trace_path.parent.iterdir():
         assert secret not in path.read_text(errors="replace"), path
     assert all(secret not in message for _, _, message in recorder.stages)
@@ -155,11 +160,15 @@ def _sleeping_recording(tmp_path: Path, marker: str = "done-sleeping") -> Path:
 def test_stopping_mid_tool_leaves_nothing_and_recovers_the_running_call(tmp_path, sandboxes, how):
     recording = _sleeping_recording(tmp_path)
     started = time.monotonic()
+    # Without the capture proxy: its start (openenv's import, the probe) would make "8 s" land
+    # before the agent runs; cancelling through the proxy is covered in test_training_capture.py.
     if how == "cancel":
-        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", cancel_after=8)
+        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", cancel_after=8,
+                                       capture=False)  # fmt: skip
     else:
         # --timeout counts from the episode start: leave the agent time to reach its call first
-        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", timeout=45)
+        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", timeout=45,
+                                       capture=False)  # fmt: skip
     assert time.monotonic() - started < 90
     assert result.status == ("cancelled" if how == "cancel" else "timeout")
     assert [(c.tool, c.status) for c in result.recovered] == [("bash", "running")]
@@ -205,13 +214,15 @@ def test_missing_data_fails_staging_clearly_and_releases_the_sandbox(tmp_path, s
 def test_headless_cli_prints_events_and_a_final_json_line(tmp_path, cli, sandboxes):
     done = cli(
         "run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}",
-        "--save", str(tmp_path / "runs"), "--headless", timeout=180,
+        "--save", str(tmp_path / "runs"), "--headless", timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     final = json.loads(lines[-1])
     assert final["task"] == "sales-top-region" and final["native_tool_calls"] == 3
     assert final["grade"]["env_reward"] == 1.0 and Path(final["trace"]).is_file()
+    assert final["capture_level"] == "tokens" and Path(final["training_trace"]).name == "run.training.json"
+    assert Path(final["training_trace"]).is_file()
     assert set(final["findings"]) == {"error", "warning", "info"}
     assert sum("tool_use" in line for line in lines[:-1]) == 3
     assert "[grading] done" in done.stderr

@@ -18,17 +18,18 @@ BASE_URL = "https://vllm.example/v1"
 KEY = "sk-live-0123456789abcdef"
 
 
-def test_environment_configuration_gives_opencode_envs_document():
-    # The document opencode_env writes for the seed's OpenCodeConfig (model "Qwen/Qwen3.5-4B").
+def test_environment_configuration_gives_opencode_envs_document_with_the_full_model_name():
+    # The document opencode_env writes for the seed's OpenCodeConfig (model "Qwen/Qwen3.5-4B"),
+    # except that the model keeps its organisation prefix (opencode_env cuts it to "Qwen3.5-4B").
     assert build_opencode_json(BASE_URL, KEY, "Qwen/Qwen3.5-4B") == {
         "$schema": "https://opencode.ai/config.json",
-        "model": "intercepted/Qwen3.5-4B",
+        "model": "intercepted/Qwen/Qwen3.5-4B",
         "provider": {
             "intercepted": {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Intercepted",
                 "options": {"baseURL": BASE_URL, "apiKey": KEY, "timeout": 600000},
-                "models": {"Qwen3.5-4B": {"name": "Intercepted Model"}},
+                "models": {"Qwen/Qwen3.5-4B": {"name": "Intercepted Model"}},
             }
         },
         "tools": {"webfetch": False, "question": False, "task": False},

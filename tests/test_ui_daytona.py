@@ -46,7 +46,7 @@ async def test_a_daytona_run_shows_remote_stages_retries_and_its_grade(tmp_path,
              "Successfully built \x1b[31mabc123"]  # fmt: skip
     local_daytona.build_image_on_create(1.5, build)  # the image's first use: Daytona builds it
     async with app.run_test(size=(140, 45), notifications=True) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 60)
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240)  # the capture proxy imports openenv first
         local_daytona.fail_next(1, 503, path_contains="process/execute")  # while the timeline is on top
         await wait_for(pilot, lambda: not live_screen(app).running, 90)
         result = live_screen(app).result
@@ -70,7 +70,7 @@ async def test_a_daytona_run_shows_remote_stages_retries_and_its_grade(tmp_path,
 async def test_sigterm_during_a_daytona_run_saves_and_deletes_before_exiting(tmp_path, local_daytona):
     app = LiveApp(daytona_spec(_sleeping_recording(tmp_path), tmp_path / "runs"))
     async with app.run_test(size=(140, 45)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 60)
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240)  # the capture proxy imports openenv first
         await pilot.pause(2)
         assert len(local_daytona.sandbox_ids()) == 1
         screen = live_screen(app)

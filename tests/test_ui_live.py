@@ -56,7 +56,7 @@ async def test_a_live_episode_shows_stages_then_its_timeline_then_its_grade(tmp_
     app = LiveApp(spec_for(SAMPLES / "clean_pass.jsonl", tmp_path / "runs"))
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         # The timeline opens on the run's own trace file when the agent starts.
-        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 60)
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240)  # the capture proxy imports openenv first
         assert app.screen.path == live_screen(app).trace_path and app.screen.follow
         await wait_for(pilot, lambda: not live_screen(app).running, 90)
         result = live_screen(app).result
@@ -73,7 +73,7 @@ async def test_a_live_episode_shows_stages_then_its_timeline_then_its_grade(tmp_
 async def test_cancel_asks_first_then_stops_the_agent_and_releases_everything(tmp_path, sandboxes):
     app = LiveApp(spec_for(_sleeping_recording(tmp_path), tmp_path / "runs"))
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 60)
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240)  # the capture proxy imports openenv first
         await pilot.pause(3)  # the agent is now inside `sleep 300`
         await back_to_stages(pilot, app)
         await pilot.press("escape")
@@ -95,7 +95,7 @@ async def test_cancel_asks_first_then_stops_the_agent_and_releases_everything(tm
 async def test_quitting_during_a_run_cancels_it_and_leaves_nothing(tmp_path, sandboxes):
     app = LiveApp(spec_for(_sleeping_recording(tmp_path), tmp_path / "runs"))
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 60)
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240)  # the capture proxy imports openenv first
         await back_to_stages(pilot, app)
         screen = live_screen(app)
         await pilot.press("q")

@@ -36,6 +36,7 @@ from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the
     now_utc,
     stages_for,
 )
+from smoldata_tui.session.capture_link import finish_capture, opencode_version_in, require_reachable, start_capture
 from smoldata_tui.session.export import ExportTooLarge, export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
 from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, owner_record, save_metadata
@@ -100,6 +101,15 @@ class Episode:
         # OpenCode reads the key from here, inside the sandbox; saved metadata gets it redacted.
         self._opencode_json = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
         self._scrubber = SecretScrubber([endpoint.api_key])
+        self._capture = None  # the capture proxy between OpenCode and the model (built-in harness)
+        if self._captures:
+            from smoldata_tui.training.capture import prefetch
+
+            prefetch()  # openenv's import takes seconds: overlap it with the sandbox's creation
+
+    @property
+    def _captures(self) -> bool:
+        return self.spec.capture and self.spec.harness != "opencode-env"
 
     def cancel(self, reason: str | None = None) -> None:
         """Stop the agent, keep what was received, grade nothing, release the sandbox. ``reason``
@@ -169,12 +179,16 @@ class Episode:
                                                 opencode_bin=spec.opencode_bin, progress=say)  # fmt: skip
         else:
             raise EpisodeFailed("create sandbox", f"unknown backend {spec.backend!r} (use {' or '.join(BACKENDS)})")
+        if self._captures:
+            with self._stage("capture proxy", result) as say:
+                self._start_capture(result, say)
         with self._stage("stage task", result) as say:
             files = stage_task(self._sandbox, spec.task, progress=say, cancel=self._cancel,
                                pull_timeout_s=min(DEFAULT_PULL_TIMEOUT_S, max(1.0, self._deadline - time.monotonic())))
             say(f"{files} input file{'s' if files != 1 else ''} in /home/user/input")
             if self._session is None:  # opencode_env wrote its own
                 self._write_agent_files()
+                result.metadata.sandbox["opencode_version"] = opencode_version_in(self._sandbox, HOME, self._opencode)
         with self._stage("agent running", result) as say:
             self._run_agent(result, say)
         with self._stage("recover calls", result) as say:
@@ -231,6 +245,17 @@ class Episode:
             say("opencode_env: sandbox, install check, opencode.json, setup shell, logging proxy")
             self._session = open_session(config, ImageLikeBackend(create_sandbox), verify,
                                          instruction=spec.task.instruction, folder=str(spec.task.folder))  # fmt: skip
+
+    def _start_capture(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
+        """OpenCode talks to the capture proxy, with the session id as its key: the endpoint's key
+        stays on the host."""
+        endpoint = self.spec.endpoint
+        self._capture = start_capture(endpoint, result.trace_path, say)
+        require_reachable(self._sandbox, self._capture)
+        self._scrubber = SecretScrubber([endpoint.api_key, self._capture.session_id])
+        self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model)
+        result.metadata.config = redacted(self._opencode_json)
+        result.metadata.capture = self._capture.record.to_json()
 
     def _write_agent_files(self) -> None:
         spec, sandbox = self.spec, self._sandbox
@@ -370,6 +395,12 @@ class Episode:
                 session.close()  # opencode_env ends the agent, its proxy and the sandbox
             except Exception as exc:  # noqa: BLE001 - the sandbox is killed below anyway
                 self.observer.stage("release sandbox", "failed", 0.0, clip(f"opencode_env close: {exc}", 300))
+        capture, self._capture = self._capture, None
+        if capture is not None:
+            say = lambda message: self.observer.stage("capture proxy", "progress", 0.0, clip(self._scrubber.text(message), 300))  # noqa: E731
+            result.metadata.capture = finish_capture(capture, result.trace_path, self._scrubber.text, say)
+        elif self.spec.harness != "opencode-env":
+            result.metadata.capture = {"enabled": False}
         self._kill_sandbox()
         # A divergence quotes tool results as they are now: the agent may have printed the key.
         result.divergences = [json.loads(self._scrubber.text(json.dumps(item, default=str)))

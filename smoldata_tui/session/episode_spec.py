@@ -61,6 +61,7 @@ class EpisodeSpec:
     opencode_bin: str | None = None
     harness: str = "builtin"
     daytona: object | None = None  # DaytonaSettings for backend "daytona" (None: from the environment)
+    capture: bool = True  # the built-in harness's model traffic through openenv's capture proxy
 
 
 @dataclass

@@ -60,7 +60,7 @@ FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
 METADATA_SUFFIX = ".meta.json"
 # Files beside a trace that are JSON Lines but not OpenCode traces (opencode_env's proxy trace).
-SIDECAR_SUFFIXES = (".proxy.jsonl",)
+SIDECAR_SUFFIXES = (".proxy.jsonl", ".requests.jsonl")
 
 
 def is_trace_name(name: str) -> bool:
@@ -177,6 +177,9 @@ class EpisodeMetadata:
     owner: dict = field(default_factory=dict)  # {pid, start_time, boot_id, host} of the running process
     # Each host limit an agent-controlled size reached: {cap, limit, seen} (docs/episode-format.md).
     caps_hit: list[dict] = field(default_factory=list)
+    # The capture proxy: {enabled, level, trainable, max_output_tokens, thinking, requests,
+    # training_trace, not_trainable_because, ...} (smoldata_tui.training.capture.CaptureRecord).
+    capture: dict = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -207,6 +210,7 @@ class EpisodeMetadata:
             "stop_reason": self.stop_reason,
             "owner": dict(self.owner),
             "caps_hit": list(self.caps_hit),
+            "capture": redact(self.capture),
         }
 
     @property
@@ -403,6 +407,7 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         stop_reason=reader.text("stop_reason"),
         owner=_object(data, "owner", problems),
         caps_hit=_objects(data, "caps_hit", problems),
+        capture=_object(data, "capture", problems),
         schema_version=version,
     )
 

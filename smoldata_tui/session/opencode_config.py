@@ -80,14 +80,17 @@ def build_opencode_json(
 ) -> dict[str, Any]:
     """The ``opencode.json`` opencode_env writes for this endpoint, as a dict.
 
-    ``model`` may carry a provider prefix (``Qwen/Qwen3.5-4B``): like opencode_env we keep what
-    follows the first ``/`` as the model id. ``extra`` is deep-merged last, so it can override
+    ``model`` is the endpoint's model name as given, organisation prefix included
+    (``Qwen/Qwen3.5-4B``): OpenCode splits ``intercepted/Qwen/Qwen3.5-4B`` at the first ``/`` and
+    sends ``Qwen/Qwen3.5-4B``. (opencode_env keeps only what follows the first ``/``, so the name
+    reaching the endpoint lost its prefix; its capture proxy rewrites it back, ours is given it
+    whole.) ``extra`` is deep-merged last, so it can override
     anything. With ``enabled_tools`` the tools map lists those as ``true`` and ignores
     ``disabled_tools`` (opencode_env's rule).
     """
     if provider not in PROVIDER_PACKAGES:
         raise ValueError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDER_PACKAGES)}")
-    model_id = model.split("/", 1)[-1]
+    model_id = model
     doc: dict[str, Any] = {
         "$schema": "https://opencode.ai/config.json",
         "model": f"{PROVIDER_NAME}/{model_id}",

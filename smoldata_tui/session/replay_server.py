@@ -17,7 +17,15 @@ differences and requests past the recording's end go to a :class:`DivergenceLog`
 past the end is answered with a plain final message and ``finish_reason: "stop"``, so the run
 ends instead of looping.
 
-Request bodies and headers (the prompt, the API key) are never logged. Loopback by default.
+Token ids: a non-streamed request that asks for ``return_token_ids`` / ``logprobs`` (as
+training's capture proxy does) is answered in vLLM's token-id dialect (:mod:`token_dialect`);
+``answer_level`` "logprobs" or "text" plays an endpoint that returns less, so the capture level
+openenv's probe settles can be tested too.
+
+Request bodies and headers (the prompt, the API key) are never logged to a stream. With
+``record_requests`` each request's parameters (model, output cap, thinking switch, token-id
+request, tool names: :func:`request_summary`, never the messages or headers) are kept in
+:attr:`ReplayServer.requests`, so a test can assert what reached the model. Loopback by default.
 """
 
 from __future__ import annotations
@@ -34,8 +42,10 @@ from typing import Any
 
 from smoldata_tui.session.replay_divergence import DivergenceLog, normalise_result
 from smoldata_tui.session.replay_script import ReplayScript, ReplayTurn
+from smoldata_tui.session.token_dialect import LEVELS, add_token_fields
+from smoldata_tui.training.requests import request_summary
 
-__all__ = ["END_OF_RECORDING_TEXT", "ReplayServer", "TITLE_TEXT"]
+__all__ = ["END_OF_RECORDING_TEXT", "ReplayServer", "TITLE_TEXT", "request_summary"]
 
 TITLE_TEXT = "Replayed episode"
 END_OF_RECORDING_TEXT = "The recorded episode has no more steps; the replay ends here."
@@ -55,6 +65,9 @@ class ReplayServer:
     ``recorded_workdir``: the recording's working directory, for comparing results that
     mention it (default: what the script learned from the trace).
     ``turn_delay_s``: wait this long before each recorded answer (demos).
+    ``answer_level``: what non-streamed answers carry when asked: ``tokens`` (ids and logprobs,
+    vLLM), ``logprobs`` (no ids) or ``text``.
+    ``record_requests``: keep every chat request's :func:`request_summary` in :attr:`requests`.
     """
 
     def __init__(
@@ -67,14 +80,25 @@ class ReplayServer:
         recorded_workdir: str | None = None,
         model: str = "replay",
         turn_delay_s: float = 0.0,
+        answer_level: str = "tokens",
+        record_requests: bool = False,
     ) -> None:
+        if answer_level not in LEVELS:
+            raise ValueError(f"answer_level must be one of {', '.join(LEVELS)}")
         self.script = script
+        self.answer_level = answer_level
+        self.record_requests = record_requests
+        self.requests: list[dict[str, Any]] = []
         self.model = model
         self.turn_delay_s = turn_delay_s
         self.recorded_workdir = recorded_workdir if recorded_workdir is not None else script.workdir
         self.divergence_log = DivergenceLog(divergence_path)
-        # Call ids are unique within a script (ReplayScript replaces repeated ones).
-        self._recorded_calls = {call.call_id: (turn, call) for turn in script.turns for call in turn.calls}
+        # A call id names its first turn (ReplayScript makes them unique; a hand-built script may
+        # repeat one, to play a model that does).
+        self._recorded_calls: dict[str, tuple[ReplayTurn, object]] = {}
+        for turn in script.turns:
+            for call in turn.calls:
+                self._recorded_calls.setdefault(call.call_id, (turn, call))
         self._lock = threading.Lock()
         self._served: set[int] = set()
         self._side_requests = 0
@@ -153,12 +177,13 @@ class ReplayServer:
     def _turn_index(self, messages: list[dict]) -> int:
         assistants = [m for m in messages if m.get("role") == "assistant"]
         # The latest recorded call ids in the history name the turn exactly, even if OpenCode
-        # left an empty assistant message out; the plain count is the fallback.
+        # left an empty assistant message out; the plain count is the fallback, and wins when a
+        # repeated call id would point back to an earlier turn.
         for later, message in enumerate(reversed(assistants)):
             for call in message.get("tool_calls") or []:
                 recorded = self._recorded_calls.get(call.get("id")) if isinstance(call, dict) else None
                 if recorded is not None:
-                    return recorded[0].index + 1 + later
+                    return max(recorded[0].index + 1 + later, len(assistants))
         return len(assistants)
 
     def _compare_results(self, messages: list[dict]) -> None:
@@ -221,14 +246,18 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
             self._send_error(400, "expected a JSON object with a messages list")
             return
-        turn = self.server.replay.answer(request)
-        model = request.get("model") if isinstance(request.get("model"), str) else self.server.replay.model
+        replay = self.server.replay
+        if replay.record_requests:
+            with replay._lock:
+                replay.requests.append(request_summary(request))
+        turn = replay.answer(request)
+        model = request.get("model") if isinstance(request.get("model"), str) else replay.model
         try:
             if request.get("stream"):
                 include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
                 self._send_stream(_stream_chunks(turn, model, include_usage))
             else:
-                self._send_json(200, _completion(turn, model))
+                self._send_json(200, add_token_fields(_completion(turn, model), request, replay.answer_level))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # OpenCode went away (killed); nothing to tell it
 

@@ -1,0 +1,75 @@
+"""The episode's side of the capture proxy: start it for an endpoint, check the sandbox reaches it,
+record the OpenCode the sandbox runs, and at the end save ``run.training.json`` and stop it.
+
+Where the proxy runs: on the host, in this process, for both backends. A local bubblewrap sandbox
+shares the host's network, so ``127.0.0.1:<port>`` inside it is the host's port. The Daytona
+backend's sandbox must reach the host the same way: true against the local test server (its
+sandboxes are local bubblewrap sandboxes), not on real Daytona, where the sandbox is remote — there
+:func:`require_reachable` fails the episode with that reason before the agent starts, and
+``--no-capture`` runs the episode the old way (OpenCode straight to the endpoint, the key in the
+sandbox, no training record).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from smoldata_tui.session.opencode_config import agent_environment
+from smoldata_tui.training.capture import CaptureFailed, ModelCapture
+from smoldata_tui.training.requests import requests_path_for
+from smoldata_tui.training.trace_file import save_training_trace, training_path_for
+
+__all__ = ["CaptureFailed", "finish_capture", "opencode_version_in", "require_reachable", "start_capture"]
+
+
+def start_capture(endpoint, trace_path: Path, say: Callable[[str], None]) -> ModelCapture:
+    """A running capture proxy for ``endpoint`` (a :class:`ModelEndpoint`), or CaptureFailed."""
+    capture = ModelCapture(llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
+                           requests_path=requests_path_for(trace_path))  # fmt: skip
+    try:
+        capture.start(say)
+    except BaseException:
+        capture.stop()
+        raise
+    return capture
+
+
+def require_reachable(sandbox, capture: ModelCapture) -> None:
+    """Fail now, with the reason, when the sandbox cannot open the proxy's port."""
+    probe = f"exec 3<>/dev/tcp/{capture.sandbox_host}/{capture.port}"
+    result = sandbox.exec(f"bash -c {shlex.quote(probe)}", timeout=30)
+    if result.exit_code != 0:
+        raise CaptureFailed(
+            f"the sandbox cannot reach the capture proxy at {capture.sandbox_host}:{capture.port} on this host "
+            "(a remote sandbox does not share its network): run with --no-capture, see docs/daytona.md"
+        )
+
+
+def opencode_version_in(sandbox, home: str, opencode: str) -> str | None:
+    """``opencode --version`` as the agent command would run it inside the sandbox."""
+    binary = "opencode" if opencode == "opencode" else shlex.quote(opencode)
+    script = f'export PATH="$HOME/.opencode/bin:$PATH" && {binary} --version 2>/dev/null | head -n 1'
+    result = sandbox.exec(script, envs=agent_environment(home), timeout=120)
+    return (result.stdout.strip() or None) if result.exit_code == 0 else None
+
+
+def finish_capture(capture: ModelCapture, trace_path: Path, scrub: Callable[[str], str], say: Callable[[str], None]) -> dict:
+    """Save the training trace (when trainable), stop the proxy, and return ``run.meta.json``'s
+    ``capture`` record. Never raises: the episode stands without its training record."""
+    try:
+        trace = capture.training_trace()
+        if trace is not None:
+            save_training_trace(trace, trace_path, scrub=scrub)
+            capture.record.training_trace = training_path_for(trace_path).name
+            say(f"{len(trace.turns)} model call(s) saved for training in {capture.record.training_trace}")
+        else:
+            say(capture.record.not_trainable_because or "no training trace: the capture saw no model call")
+    except Exception as exc:  # noqa: BLE001 - report, keep the episode
+        capture.record.not_trainable_because = f"training trace not saved: {type(exc).__name__}: {exc}"
+        say(capture.record.not_trainable_because)
+    finally:
+        capture.stop()
+    capture.record.requests = capture.record.requests if capture.requests.count else None
+    return capture.record.to_json()
