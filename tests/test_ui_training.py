@@ -119,6 +119,10 @@ async def test_without_a_training_trace_the_tab_says_so_and_m_says_why(tmp_path)
         await pilot.press("m")
         await pilot.pause()
         assert any("No model call" in str(n.message) for n in app._notifications)
+        # A live episode writes its training trace when it ends: the tab reads it when it appears.
+        write_training(trace, training_trace_for(trace))
+        await wait_for(pilot, lambda: panel.view is not None, timeout=60, what="the training trace to be picked up")
+        assert panel.query_one(TurnTable).row_count == 4
 
 
 async def test_capture_validation_failures_are_findings_of_their_turns(tmp_path):

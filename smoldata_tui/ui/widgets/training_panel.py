@@ -182,8 +182,12 @@ class TrainingPanel(Vertical):
         self.set_interval(1.0, self._trace_grew)
 
     def _trace_grew(self) -> None:
-        """Steps appear as the trace loads (or is followed): relink the turns when it grew."""
-        if self.view is not None and self.view.turns and self._records()[1] != self._links_for:
+        """Steps appear as the trace loads (or is followed): relink the turns when it grew. A live
+        episode writes its training trace when it ends: read it when it appears."""
+        if self.view is None and self.loaded and self.path.is_file():
+            self.loaded = False
+            self.reload()
+        elif self.view is not None and self.view.turns and self._records()[1] != self._links_for:
             cursor = self.query_one(TurnTable).cursor_row
             self._fill_table()
             self.select_turn(cursor)
