@@ -8,13 +8,17 @@ model to the real OpenCode, which runs the calls for real on a sample task; the 
 scores the answer. What lands in ``real/`` is OpenCode's own output: its ids, its timestamps,
 its tool outputs, its way of ending a killed run. Needs bubblewrap and npm (OpenCode is
 installed on first use). The ``opencode_env_run`` scenario runs through ``--harness
-opencode-env`` and also saves opencode_env's proxy trace; where opencode_env is not installed
-its files are kept as they are.
+opencode-env`` and also saves opencode_env's proxy trace; where opencode_env is not importable
+its files are kept as they are. opencode_env is not on PyPI: put a checkout of OpenEnv's
+``envs/opencode_env`` on PYTHONPATH as a package named ``opencode_env``, outside this repository,
+and set ``OPENCODE_ENV_COMMIT`` to the OpenEnv commit it comes from; it must be
+:data:`OPENCODE_ENV_COMMIT` below, which the README names (update both together).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -33,6 +37,8 @@ from smoldata_tui.trace import analyze_path  # noqa: E402
 from smoldata_tui.trace.build import TraceBuilder  # noqa: E402
 
 OUT = HERE / "real"
+OPENCODE_ENV_REPO = "huggingface/OpenEnv"
+OPENCODE_ENV_COMMIT = "385de5ebb8d08d51d000d7dfc19de5f3c6a9c215"  # envs/opencode_env last changed in 4026f15f
 CSV = "/home/user/input/sales.csv"
 REVENUE = (
     "import csv, collections\n"
@@ -191,6 +197,9 @@ def main() -> int:
                 print(f"keeping {scenario.name}: opencode_env is not installed", file=sys.stderr)
                 rows.append(row_for(scenario))
                 continue
+            if scenario.harness == "opencode-env" and os.environ.get("OPENCODE_ENV_COMMIT") != OPENCODE_ENV_COMMIT:
+                raise SystemExit(f"{scenario.name}: set OPENCODE_ENV_COMMIT to the OpenEnv commit of the opencode_env "
+                                 f"on PYTHONPATH; the README names {OPENCODE_ENV_COMMIT}")  # fmt: skip
             print(f"recording {scenario.name} …", file=sys.stderr)
             for old in OUT.glob(f"{scenario.name}.*"):
                 old.unlink()
@@ -203,9 +212,9 @@ def main() -> int:
         "real and the real grader scores the answer. Each trace has its `.meta.json` beside it; for a",
         "killed run it lists the calls `opencode export` still had running (`recovered_calls`).",
         "`opencode_env_run` went through opencode_env's own `OpenCodeSessionFactory` (`--harness",
-        "opencode-env`, transparent proxy mode); it was recorded with a copy of OpenEnv's",
-        "`envs/opencode_env` as published in meta-pytorch/OpenEnv (its newest harness there), since the",
-        "package is not on PyPI. Its proxy trace lies beside it and shows in the viewer's episode tab.",
+        "opencode-env`, transparent proxy mode, the local backend), recorded with `envs/opencode_env` of",
+        f"{OPENCODE_ENV_REPO} at commit `{OPENCODE_ENV_COMMIT}` on PYTHONPATH (the package",
+        "is not on PyPI). Its proxy trace lies beside it and shows in the viewer's episode tab.",
         "",
         "| trace | what it shows | status | exit code | verdict | grade | recovered calls |",
         "|---|---|---|---|---|---|---|",

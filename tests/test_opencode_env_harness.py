@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from smoldata_tui.session.episode import OPENCODE_ENV_STAGES, Episode, EpisodeSpec
+from smoldata_tui.sandbox.host_python import python_shim_dir
 from smoldata_tui.session.model_endpoint import open_endpoint
 from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.session.proxy_trace import load_proxy_trace, summary_line
@@ -75,11 +78,50 @@ def test_opencode_env_drives_a_daytona_episode_with_its_proxy(tmp_path, local_da
     assert local_daytona.sandbox_ids() == []
 
 
+@needs_opencode_env
+def test_the_builtin_driver_writes_what_published_opencode_env_writes_except_pipefail():
+    """What the README claims about opencode_env, checked against the installed opencode_env."""
+    import inspect
+
+    from opencode_env.config import OpenCodeConfig
+    from opencode_env.harness import OpenCodeSessionFactory
+    from opencode_env.opencode_runtime import build_install_cmd, build_opencode_json, build_run_cmd
+
+    from smoldata_tui.session.opencode_config import agent_command, build_opencode_json as ours, opencode_json_text
+    from smoldata_tui.session.opencode_env_harness import environment_config
+    from smoldata_tui.session.placement import HOME
+
+    config = environment_config(base_url="http://127.0.0.1:9/v1", api_key=SECRET, model="Qwen/Qwen3.5-4B",
+                                opencode_version="1.18.31", agent_timeout_s=60)  # fmt: skip
+    assert isinstance(config, OpenCodeConfig)
+    # opencode.json: the same text. The agent command: opencode_env's, after "set -o pipefail && "
+    # (so the agent's exit status is OpenCode's, not tee's).
+    assert opencode_json_text(ours("http://127.0.0.1:9/v1", SECRET, "Qwen/Qwen3.5-4B")) == build_opencode_json(config)
+    assert agent_command(HOME) == "set -o pipefail && " + build_run_cmd(config)
+    # Its install probe looks in /home/user whatever sandbox_home is, and the version pin is an
+    # environment variable of curl, not of the installer that bash runs.
+    assert "/home/user/.opencode/bin/opencode --version" in inspect.getsource(OpenCodeSessionFactory._opencode_already_installed)
+    assert "OPENCODE_VERSION=1.18.31 curl -fsSL https://opencode.ai/install | bash" in build_install_cmd(config)
+
+
 @pytest.mark.skipif(opencode_env_available(), reason="opencode_env is installed here")
 def test_without_opencode_env_the_harness_is_a_clear_usage_error(cli):
     done = cli("run", "--task", "sales-top-region", "--harness", "opencode-env", "--model", f"replay:{PASSING}", "--headless")
     assert done.returncode == 2 and "opencode_env" in done.stderr and "pip install" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_python_shim_keeps_the_virtual_environment_it_runs_in(tmp_path, monkeypatch):
+    """opencode_env's proxy runs ``python``: from a venv, that must still be the venv (its httpx)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    shim = python_shim_dir(str(venv / "bin" / "python"))
+    for name in ("python", "python3"):
+        done = subprocess.run([str(shim / name), "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        assert done.returncode == 0 and done.stdout.strip() == str(venv), (done.stdout, done.stderr)
+    assert python_shim_dir(str(venv / "bin" / "python")) == shim  # reused, not rewritten
 
 
 def test_the_proxy_trace_reader_summarises_turns_and_survives_bad_lines(tmp_path):

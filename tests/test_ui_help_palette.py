@@ -13,11 +13,12 @@ from smoldata_tui.ui.widgets.detail import DetailView
 from smoldata_tui.ui.widgets.find_bar import FindBar
 from smoldata_tui.ui.widgets.findings_panel import FindingsList
 from smoldata_tui.ui.widgets.timeline import Timeline
+from smoldata_tui.ui.widgets.training_panel import TurnTable
 
 from .conftest import SAMPLES
 from .test_ui_helpers import SIZE, loaded, replay_app, screen_lines, wait_for
 
-EPISODE_KEYS = [Timeline, EpisodeScreen, DetailView, FindingsList, FindBar]
+EPISODE_KEYS = [Timeline, EpisodeScreen, DetailView, FindingsList, FindBar, TurnTable]
 
 
 def test_key_names_are_shown_the_way_people_type_them():
@@ -60,7 +61,7 @@ async def test_palette_holds_every_action_and_runs_them():
         screen = await loaded(pilot)
         provider = EpisodeCommands(screen)
         titles = {title for title, _help, _run in provider._commands()}
-        for owner in (Timeline, EpisodeScreen, DetailView, FindingsList):
+        for owner in (Timeline, EpisodeScreen, DetailView, FindingsList, TurnTable):
             for binding in bindings_of(owner):
                 if not binding.action.startswith("playback_"):
                     assert binding.description in titles, binding.description

@@ -58,7 +58,8 @@ from smoldata_tui.session.opencode_env_harness import (
     ImageLikeBackend,
     agent_job,
     environment_config,
-    install_folders_command,
+    create_starts_agent,
+    image_like_command,
     open_session,
     require_opencode_env,
 )
@@ -95,6 +96,7 @@ class Episode:
         self._timed_out = False
         self._sandbox = None
         self._session = None  # opencode_env's OpenCodeSession, with --harness opencode-env
+        self._staged: int | None = None  # files staged before opencode_env started the agent
         self._opencode = "opencode"  # how the agent command names the binary inside the sandbox
         self.run_dir: Path | None = None
         endpoint = spec.endpoint
@@ -183,8 +185,9 @@ class Episode:
             with self._stage("capture proxy", result) as say:
                 self._start_capture(result, say)
         with self._stage("stage task", result) as say:
-            files = stage_task(self._sandbox, spec.task, progress=say, cancel=self._cancel,
-                               pull_timeout_s=min(DEFAULT_PULL_TIMEOUT_S, max(1.0, self._deadline - time.monotonic())))
+            files = self._staged if self._staged is not None else stage_task(
+                self._sandbox, spec.task, progress=say, cancel=self._cancel,
+                pull_timeout_s=min(DEFAULT_PULL_TIMEOUT_S, max(1.0, self._deadline - time.monotonic())))
             say(f"{files} input file{'s' if files != 1 else ''} in /home/user/input")
             if self._session is None:  # opencode_env wrote its own
                 self._write_agent_files()
@@ -227,7 +230,11 @@ class Episode:
                     if spec.backend != "local":
                         place_opencode(self._sandbox, version=spec.opencode_version, opencode_bin=spec.opencode_bin,
                                        progress=say)  # fmt: skip
-                    self._sandbox.exec(install_folders_command(), timeout=60)
+                    prepared = self._sandbox.exec(image_like_command(), timeout=60)
+                    if prepared.exit_code != 0:
+                        raise RuntimeError(f"preparing the sandbox for opencode_env failed: {(prepared.stderr or prepared.stdout).strip()[:300]}")
+                    if create_starts_agent():  # published opencode_env starts the agent inside create()
+                        self._staged = stage_task(self._sandbox, spec.task, progress=say, cancel=self._cancel)
                 except BaseException:
                     self._kill_sandbox()  # opencode_env never saw it: nobody else would release it
                     raise

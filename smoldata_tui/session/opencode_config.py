@@ -196,8 +196,10 @@ def agent_environment(home: str, *, extra_env: Mapping[str, str] | None = None) 
 def agent_command(home: str, *, opencode: str = "opencode", run_format: str = "json") -> str:
     """The shell line that starts the agent, as opencode_env builds it.
 
-    With the default ``opencode`` the line is opencode_env's byte for byte (it finds the binary
-    through ``$HOME/.opencode/bin`` on PATH); any other value is the binary's path, quoted.
+    With the default ``opencode`` the line is opencode_env's ``build_run_cmd`` preceded by
+    ``set -o pipefail &&`` (so the agent's exit status is OpenCode's, not ``tee``'s; checked in
+    tests/test_opencode_env_harness.py where opencode_env is importable); it finds the binary
+    through ``$HOME/.opencode/bin`` on PATH. Any other value is the binary's path, quoted.
     The instruction is passed as one argument, which OpenCode 1.18.31 sends to the model
     wrapped in double quotes (the environment does the same). ``2>&1`` means OpenCode's stderr
     warnings land in the log as non-JSON lines, exactly as in the environment.

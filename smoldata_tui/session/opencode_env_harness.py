@@ -1,13 +1,24 @@
 """``--harness opencode-env``: the episode driven by opencode_env's own ``OpenCodeSessionFactory``,
 configured exactly as the environment's ``TaskFactory`` configures it (transparent proxy mode,
-the environment's OpenCodeConfig), on our sandbox backends. What the user watches is then what
-training runs: opencode_env's install check, its opencode.json, its setup shell, its logging proxy
-(whose per-turn trace is saved beside the episode) and its agent command.
+the environment's OpenCodeConfig), on our sandbox backends: opencode_env's install check, its
+opencode.json, its setup shell, its logging proxy (whose per-turn trace is saved beside the
+episode) and its agent command.
 
-Our backend is wrapped so that each sandbox arrives as the environment's image would: OpenCode
-1.18.31 already in ``/root/.opencode/bin`` (so opencode_env skips its ``curl opencode.ai/install``,
-which needs the internet) and the folders that install would have made. opencode_env is imported
-only here, and only when this harness is chosen; it is optional (not on PyPI).
+Published opencode_env (huggingface/OpenEnv ``envs/opencode_env``) differs from the environment's
+in ways this module copes with:
+
+- ``OpenCodeSessionFactory.create(task, seed, episode_id)`` starts the agent before it returns
+  (the environment's copy takes ``start_agent=False`` and stages the task in between). Where
+  ``create`` has no ``start_agent`` parameter, the task is staged into each sandbox as it is made,
+  before opencode_env bootstraps it (:func:`create_starts_agent`).
+- Its install probe runs ``/home/user/.opencode/bin/opencode --version`` whatever ``sandbox_home``
+  is, and its logging proxy lives in ``/home/user/proxy`` and writes ``/home/user/logs/agent``.
+  Each sandbox therefore also gets ``/home/user/logs/agent`` and a link
+  ``/home/user/.opencode/bin/opencode`` → ``/root/.opencode/bin/opencode`` (:func:`image_like_command`),
+  so the install (``curl opencode.ai/install``, which needs the internet) is skipped.
+
+opencode_env is imported only here, and only when this harness is chosen; it is optional (not on
+PyPI).
 """
 
 from __future__ import annotations
@@ -23,13 +34,15 @@ from smoldata_tui.session.opencode_config import (
     EXTRA_OPENCODE_JSON,
     INSTALL_FOLDERS,
 )
-from smoldata_tui.session.placement import HOME
+from smoldata_tui.session.placement import HOME, OPENCODE_IN_HOME
 
 HARNESSES = ("builtin", "opencode-env")
 INSTALL_HINT = (
-    'pip install "openenv-opencode-env @ git+https://github.com/meta-pytorch/OpenEnv#subdirectory=envs/opencode_env"'
+    'pip install "openenv-opencode-env @ git+https://github.com/huggingface/OpenEnv#subdirectory=envs/opencode_env"'
 )
 PROXY_TRACE_NAME = "run.proxy.jsonl"
+#: The home opencode_env hard-codes for its install probe and its logging proxy.
+UPSTREAM_HOME = "/home/user"
 
 
 class HarnessUnavailable(RuntimeError):
@@ -82,13 +95,25 @@ class ImageLikeBackend:
         return self._create(timeout_s, envs, metadata)
 
 
-def install_folders_command() -> str:
-    return "mkdir -p " + " ".join(f"{HOME}/{name}" for name in INSTALL_FOLDERS)
+def image_like_command() -> str:
+    """What the environment's image has before opencode_env starts: the folders its install would
+    make under our home, and what opencode_env looks for under ``/home/user`` whatever
+    ``sandbox_home`` says (OpenCode for its install probe, a folder for its proxy's log)."""
+    folders = [f"{HOME}/{name}" for name in INSTALL_FOLDERS] + [f"{UPSTREAM_HOME}/logs/agent", f"{UPSTREAM_HOME}/.opencode/bin"]
+    return f"mkdir -p {' '.join(folders)} && ln -sfn {OPENCODE_IN_HOME} {UPSTREAM_HOME}/.opencode/bin/opencode"
+
+
+def create_starts_agent() -> bool:
+    """True for published opencode_env, whose ``create`` starts the agent (no ``start_agent``)."""
+    from opencode_env.harness import OpenCodeSessionFactory
+
+    return "start_agent" not in inspect.signature(OpenCodeSessionFactory.create).parameters
 
 
 def open_session(config, backend: ImageLikeBackend, verifier: Callable[[Any, Any], Any], *, instruction: str,
                  folder: str):  # fmt: skip
-    """opencode_env's factory in the environment's mode; the session is set up, the agent not started."""
+    """opencode_env's factory in the environment's mode. The agent is not started where ``create``
+    takes ``start_agent``; elsewhere it is running (the backend staged the task beforehand)."""
     from opencode_env.harness import OpenCodeSessionFactory
     from opencode_env.task import OpenCodeTask
 
@@ -99,6 +124,8 @@ def open_session(config, backend: ImageLikeBackend, verifier: Callable[[Any, Any
     factory = OpenCodeSessionFactory(config=config, sandbox_backend=backend, mode="transparent_proxy",
                                      verifier=verifier, **options)  # fmt: skip
     task = OpenCodeTask(instruction=instruction, metadata={"folder": folder})
+    if create_starts_agent():
+        return factory.create(task)
     return factory.create(task, start_agent=False)
 
 

@@ -23,6 +23,7 @@ class EpisodeCommands(Provider):
         from smoldata_tui.ui.widgets.detail import DetailView
         from smoldata_tui.ui.widgets.findings_panel import FindingsList
         from smoldata_tui.ui.widgets.timeline import Timeline
+        from smoldata_tui.ui.widgets.training_panel import TurnTable
 
         screen = self.screen
         if not isinstance(screen, EpisodeScreen):
@@ -32,6 +33,7 @@ class EpisodeCommands(Provider):
             Timeline: screen.timeline,
             DetailView: screen.query_one(DetailView),
             FindingsList: screen.query_one(FindingsList),
+            TurnTable: screen.query_one(TurnTable),
         }
         commands: list[tuple[str, str, Callable[[], object]]] = []
         seen: set[tuple[type, str]] = set()

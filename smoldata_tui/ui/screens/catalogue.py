@@ -17,6 +17,7 @@ def catalogue_for(screen: Screen) -> list[KeyHelp]:
     from smoldata_tui.ui.widgets.find_bar import FindBar
     from smoldata_tui.ui.widgets.findings_panel import FindingsList
     from smoldata_tui.ui.widgets.timeline import Timeline
+    from smoldata_tui.ui.widgets.training_panel import TurnTable
 
     if isinstance(screen, PickerScreen):
         groups = [("Trace list", PickerScreen)]
@@ -26,6 +27,7 @@ def catalogue_for(screen: Screen) -> list[KeyHelp]:
             ("Episode", EpisodeScreen),
             ("Detail pane", DetailView),
             ("Findings list", FindingsList),
+            ("Training tab", TurnTable),
             ("Find bar", FindBar),
             ("Filter dialog", FilterScreen),
         ]

@@ -30,9 +30,10 @@ from smoldata_tui.ui.widgets.findings_panel import FindingsList, FindingsPanel
 from smoldata_tui.ui.widgets.header import EpisodeHeader
 from smoldata_tui.ui.widgets.stats_panel import StatsPanel
 from smoldata_tui.ui.widgets.timeline import LineSource, Timeline, TimelineHeader
+from smoldata_tui.ui.widgets.training_panel import TrainingPanel
 
 NARROW = 110  # below this many columns the side panel goes under the timeline
-TABS = {"detail": "detail-tab", "findings": "findings-tab", "stats": "stats-tab", "episode": "episode-tab"}
+TABS = {"detail": "detail-tab", "findings": "findings-tab", "stats": "stats-tab", "episode": "episode-tab", "training": "training-tab"}
 
 
 class EpisodeScreen(Screen[None]):
@@ -52,6 +53,8 @@ class EpisodeScreen(Screen[None]):
         Binding("2", "show_tab('findings')", "Findings tab", show=False),
         Binding("3", "show_tab('stats')", "Stats tab", show=False),
         Binding("4", "show_tab('episode')", "Episode / grade tab", show=False),
+        Binding("5", "show_tab('training')", "Training tab", show=False),
+        Binding("m", "training_turn", "Training: the model call that produced this row", show=False),
         Binding("y", "copy_line", "Copy the event's JSON line", show=False),
         Binding("escape", "back", "Back: to the timeline, clear the search, to the trace list", show=False),
         Binding("space", "playback_toggle", "Pause / resume playback"),
@@ -106,6 +109,9 @@ class EpisodeScreen(Screen[None]):
                     yield StatsPanel(id="stats")
                 with TabPane("Episode", id=TABS["episode"]):
                     yield EpisodePanel(id="episode")
+                with TabPane("Training", id=TABS["training"]):
+                    yield TrainingPanel(self.path, lambda: (self.model.events, self.model.count), self.source.read,
+                                        id="training")  # fmt: skip
         yield Footer()
         yield TraceFollower(self.path, follow=self.follow, release_limit=0 if self.speed is not None else None)
 
@@ -287,6 +293,22 @@ class EpisodeScreen(Screen[None]):
             return
         self.jump_to_event(finding.event)
         self.timeline.focus()
+
+    @on(TrainingPanel.TurnChosen)
+    def _turn_chosen(self, message: TrainingPanel.TurnChosen) -> None:
+        if message.event is None:
+            self.tell(f"Model call {message.turn + 1} matches no row of this trace.", timeout=4)
+            return
+        self.jump_to_event(message.event)
+        self.timeline.focus()
+
+    def action_training_turn(self) -> None:
+        turn = self.query_one(TrainingPanel).turn_of(self.timeline.cursor_event)
+        self.show_tab("training")
+        if turn is None:
+            self.tell("No model call of the training trace produced this row.", timeout=4)
+        else:
+            self.query_one(TrainingPanel).select_turn(turn)
 
     def jump_to_event(self, event: int) -> None:
         if self.model.row_of(event) is None and self.model.filter.active and event < self.model.count:

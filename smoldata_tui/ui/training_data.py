@@ -1,0 +1,302 @@
+"""The training trace beside an episode (``run.training.json``), read for the viewer's Training tab.
+
+The file is openenv's ``TrainingTrace`` as JSON (``schema_version`` 1, ``turns`` of
+``TrainingTurn``: ``prompt_token_ids``, ``completion_token_ids``, ``per_token_logps``,
+``loss_mask`` over prompt + completion, ``request``/``response`` summaries, ``metadata``). Each
+turn is one model call. This module summarises every turn without trusting the file (any field
+may be missing or of the wrong type) and validates it with openenv's own code (the
+``TrainingTrace`` model and ``capture.validate.check_turn``), so a failure reads exactly as
+openenv would report it. openenv takes seconds to import: the viewer calls :func:`load_training`
+on a worker thread.
+
+How a turn links to the timeline (:func:`link_turns`): a turn's response names the tool calls
+it made (``choices[0].message.tool_calls[].id``); OpenCode keeps those ids as the ``callID`` of
+its ``tool_use`` events, so the turn's step is the step of those rows. A turn without tool calls
+(the final answer, or a call whose ids match no row) takes the step after the previous turn's,
+the first turn step 1: step k of the trace is model call k when every call is a step. A turn
+placed by order is given the step's tool rows that no turn names by id.
+
+No Textual here; this is the one file to swap for a core loader.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TRAINING_SUFFIX = ".training.json"
+MAX_TRAINING_BYTES = 512 << 20  # token ids of a long rollout are tens of MB; far past that is not a trace
+NO_TRAINING = "no training trace: recorded without capture"
+_UNSET = object()
+SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "max_completion_tokens", "seed",
+                 "presence_penalty", "frequency_penalty", "repetition_penalty", "logprobs", "top_logprobs",
+                 "return_token_ids", "enable_thinking")  # fmt: skip
+
+
+def training_path_for(trace: str | os.PathLike[str]) -> Path:
+    """``run.jsonl`` → ``run.training.json`` in the same folder."""
+    path = Path(trace)
+    return path.with_name(path.stem + TRAINING_SUFFIX)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    call_id: str | None
+    name: str | None
+
+
+@dataclass(frozen=True)
+class CaptureProblem:
+    """A validation failure: ``level`` is openenv's (FATAL, WARN, INFO); ``turn`` is 0-based."""
+
+    level: str
+    code: str
+    detail: str
+    turn: int | None = None
+
+
+@dataclass
+class TurnSummary:
+    index: int  # 0-based position in the file; shown 1-based
+    node_id: str
+    prompt_tokens: int
+    completion_tokens: int
+    mean_logprob: float | None
+    min_logprob: float | None
+    trained_tokens: int  # completion positions with mask 1
+    finish_reason: str | None
+    requested: dict[str, Any]
+    applied: dict[str, Any]
+    tool_calls: list[ToolCall]
+    native_tool_calls: Any = _UNSET  # the environment's verdict, as set on every turn; _UNSET: absent
+
+    @property
+    def mask_coverage(self) -> float | None:
+        return self.trained_tokens / self.completion_tokens if self.completion_tokens else None
+
+    @property
+    def has_verdict(self) -> bool:
+        return self.native_tool_calls is not _UNSET
+
+
+@dataclass
+class TrainingView:
+    path: Path
+    turns: list[TurnSummary] = field(default_factory=list)
+    problems: list[CaptureProblem] = field(default_factory=list)
+    validated: bool = False  # False when openenv could not be imported to check the file
+
+    def problems_of(self, turn: int) -> list[CaptureProblem]:
+        return [problem for problem in self.problems if problem.turn == turn]
+
+    @property
+    def fatal_count(self) -> int:
+        return sum(problem.level == "FATAL" for problem in self.problems)
+
+
+# ------------------------------------------------------------------------------------ reading
+
+
+def load_training(path: str | os.PathLike[str], *, validate: bool = True) -> TrainingView | None:
+    """The summary of the training trace at ``path``; None when there is no such file."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TRAINING_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return _broken(path, "unreadable", f"cannot read {path.name}: {exc.strerror or exc}")
+    if len(data) > MAX_TRAINING_BYTES:
+        return _broken(path, "too_large", f"{path.name} is over {MAX_TRAINING_BYTES >> 20} MB: not read")
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return _broken(path, "not_json", f"{path.name} is not JSON: {exc}")
+    view = TrainingView(path)
+    if not isinstance(document, dict) or not isinstance(document.get("turns"), list):
+        view.problems.append(CaptureProblem("FATAL", "not_a_training_trace", "no \"turns\" list: not openenv's TrainingTrace"))
+        return view
+    view.turns = [summarise_turn(index, turn) for index, turn in enumerate(document["turns"])]
+    if validate:
+        view.validated = _validate(document, view)
+    return view
+
+
+def _broken(path: Path, code: str, detail: str) -> TrainingView:
+    return TrainingView(path, problems=[CaptureProblem("FATAL", code, detail)])
+
+
+def _ints(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def summarise_turn(index: int, turn: object) -> TurnSummary:
+    turn = _dict(turn)
+    prompt, completion = _ints(turn.get("prompt_token_ids")), _ints(turn.get("completion_token_ids"))
+    logps = [number for number in map(_number, _ints(turn.get("per_token_logps"))) if number is not None]
+    mask = _ints(turn.get("loss_mask"))
+    metadata = _dict(turn.get("metadata"))
+    request, response = _dict(turn.get("request")), _dict(turn.get("response"))
+    choice = _first_choice(response)
+    finish = choice.get("finish_reason")
+    summary = TurnSummary(
+        index=index,
+        node_id=str(turn.get("node_id") or metadata.get("node_id") or f"#{index + 1}"),
+        prompt_tokens=len(prompt),
+        completion_tokens=len(completion),
+        mean_logprob=sum(logps) / len(logps) if logps else None,
+        min_logprob=min(logps) if logps else None,
+        trained_tokens=sum(1 for bit in mask[len(prompt):] if bit == 1),
+        finish_reason=finish if isinstance(finish, str) else None,
+        requested=_sampling(metadata.get("requested_sampling_params"), request),
+        applied=_sampling(metadata.get("sampling_params"), {}),
+        tool_calls=_tool_calls(_dict(choice.get("message"))),
+    )
+    if "native_tool_calls" in metadata:
+        summary.native_tool_calls = metadata["native_tool_calls"]
+    return summary
+
+
+def _first_choice(response: dict) -> dict:
+    choices = response.get("choices")
+    return _dict(choices[0]) if isinstance(choices, list) and choices else {}
+
+
+def _sampling(params: object, request: dict) -> dict[str, Any]:
+    """Sampling knobs: the metadata's params, else what the request summary carries."""
+    if isinstance(params, dict):
+        return {str(key): value for key, value in params.items()}
+    source = request
+    kwargs = _dict(source.get("chat_template_kwargs"))
+    found = {key: source[key] for key in SAMPLING_KEYS if key in source}
+    if "enable_thinking" in kwargs and "enable_thinking" not in found:
+        found["enable_thinking"] = kwargs["enable_thinking"]
+    return found
+
+
+def _tool_calls(message: dict) -> list[ToolCall]:
+    calls = []
+    for call in _ints(message.get("tool_calls")):
+        call = _dict(call)
+        function = _dict(call.get("function"))
+        call_id, name = call.get("id"), function.get("name", call.get("name"))
+        calls.append(ToolCall(call_id if isinstance(call_id, str) else None, name if isinstance(name, str) else None))
+    return calls
+
+
+def _validate(document: dict, view: TrainingView) -> bool:
+    """openenv's verdict on the file: its model's errors, then ``check_turn`` on every turn."""
+    try:
+        from openenv.core.harness.capture.validate import check_turn
+        from openenv.core.harness.training import TrainingTrace
+        from pydantic import ValidationError
+    except Exception:  # noqa: BLE001 - without openenv the summary still stands, unvalidated
+        return False
+    try:
+        TrainingTrace.model_validate(document)
+    except ValidationError as exc:
+        for error in exc.errors()[:50]:
+            location = error.get("loc") or ()
+            turn = location[1] if len(location) > 1 and location[0] == "turns" and isinstance(location[1], int) else None
+            where = ".".join(str(part) for part in location)
+            view.problems.append(CaptureProblem("FATAL", "schema", f"{where}: {error.get('msg')}".strip(": "), turn))
+    for summary, turn in zip(view.turns, document["turns"]):
+        turn = _dict(turn)
+        try:
+            report = check_turn(_ints(turn.get("prompt_token_ids")), _ints(turn.get("completion_token_ids")),
+                                turn.get("per_token_logps") if isinstance(turn.get("per_token_logps"), list) else None,
+                                finish_reason=summary.finish_reason, index=summary.index + 1)  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - a value check_turn cannot compare is itself the finding
+            view.problems.append(CaptureProblem("FATAL", "unreadable_turn", f"{type(exc).__name__}: {exc}", summary.index))
+            continue
+        for finding in report.findings:
+            if finding.level == "FATAL" and _already_said(view.problems, summary.index):
+                continue  # the model's error above names the same field
+            view.problems.append(CaptureProblem(finding.level, finding.code, finding.detail, summary.index))
+    return True
+
+
+def _already_said(problems: Iterable[CaptureProblem], turn: int) -> bool:
+    return any(problem.turn == turn and problem.code == "schema" for problem in problems)
+
+
+# ------------------------------------------------------------------------------------ linking
+
+
+@dataclass(frozen=True)
+class ToolUseRow:
+    event: int
+    step: int
+    call_id: str | None
+
+
+@dataclass(frozen=True)
+class TurnLink:
+    step: int | None  # None: the trace has no such step
+    events: tuple[int, ...]  # the tool_use rows this turn produced
+    how: str  # "callID", "order" or "none"
+
+
+def link_turns(turns: list[TurnSummary], rows: list[ToolUseRow], steps: set[int]) -> list[TurnLink]:
+    """Each turn's step and tool_use rows (rule in the module docstring)."""
+    claimed = {call.call_id for turn in turns for call in turn.tool_calls if call.call_id}
+    by_id: dict[str, list[ToolUseRow]] = {}
+    by_step: dict[int, list[int]] = {}  # rows no turn names by id: the turn placed by order made them
+    for row in rows:
+        if row.call_id in claimed:
+            by_id.setdefault(row.call_id, []).append(row)
+        else:
+            by_step.setdefault(row.step, []).append(row.event)
+    links: list[TurnLink] = []
+    previous = 0
+    for turn in turns:
+        matched = sorted({row.event: row for call in turn.tool_calls for row in by_id.get(call.call_id or "", [])}.items())
+        if matched:
+            step = matched[0][1].step
+            links.append(TurnLink(step, tuple(event for event, _ in matched), "callID"))
+        else:
+            step = previous + 1
+            if step in steps:
+                links.append(TurnLink(step, tuple(by_step.get(step, ())), "order"))
+            else:
+                links.append(TurnLink(None, (), "none"))
+        previous = step
+    return links
+
+
+def turn_of_event(links: list[TurnLink], event: int, step: int) -> int | None:
+    """The turn that produced ``event`` (a row of ``step``): by its tool_use row, else by step."""
+    for index, link in enumerate(links):
+        if event in link.events:
+            return index
+    for index, link in enumerate(links):
+        if link.step == step and step > 0:
+            return index
+    return None
+
+
+def tool_use_call_id(line: bytes) -> str | None:
+    """The ``part.callID`` of a tool_use event's JSON line (None when it has none)."""
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    part = event.get("part") if isinstance(event, dict) else None
+    call_id = part.get("callID") if isinstance(part, dict) else None
+    return call_id if isinstance(call_id, str) and call_id else None
