@@ -49,6 +49,17 @@ def _chunks(items: list[Item], size: int) -> list[list[Item]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
+def _ramped_chunks(items: list[Item], size: int) -> list[list[Item]]:
+    """Small chunks first (the first results come back soon), then chunks of ``size``."""
+    chunks, start, step = [], 0, 2
+    while start < len(items):
+        step = min(size, step)
+        chunks.append(items[start : start + step])
+        start += step
+        step *= 2
+    return chunks
+
+
 def in_order(
     func: Callable[[Item], Result], items: Iterable[Item], *, workers: int | None = None
 ) -> Iterator[Result]:
@@ -58,7 +69,7 @@ def in_order(
     if workers < 2:
         yield from map(func, items)
         return
-    chunks = _chunks(items, chunk_size(len(items), workers))
+    chunks = _ramped_chunks(items, chunk_size(len(items), workers))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context())
     try:
         futures: list[Future | None] = [pool.submit(_run_chunk, func, chunk) for chunk in chunks]
@@ -96,7 +107,7 @@ def as_finished(
                 return
             yield _run_chunk(func, chunk)
         return
-    chunks = _chunks(items, chunk_size(len(items), workers))
+    chunks = _ramped_chunks(items, chunk_size(len(items), workers))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context())
     try:
         pending = {pool.submit(_run_chunk, func, chunk): chunk for chunk in chunks}
