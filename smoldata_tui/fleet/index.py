@@ -23,6 +23,7 @@ from smoldata_tui.fleet.summary import TRAINING_SUFFIX, EpisodeSummary
 from smoldata_tui.fleet.work import summarize_episode
 from smoldata_tui.session.metadata import METADATA_SUFFIX, is_trace_name
 
+FIRST_INLINE = 4  # episodes analysed in this process before the pool's results come in
 FIRST_BATCH = 200  # cached rows handed over before the rest, so the table fills at once
 
 
@@ -128,7 +129,14 @@ class FleetIndex:
         if ready:
             on_batch(ready)
         keys = {episode.path: episode.key for episode in todo}
-        for batch in as_finished(summarize_episode, [e.path for e in todo], workers=self.workers, cancelled=cancelled):
+        # The first few right here, while the worker processes start: the first rows come sooner.
+        first = [summarize_episode(episode.path) for episode in todo[:FIRST_INLINE]]
+        for summary in first:
+            self._take(EpisodeFile(summary.path, keys[summary.path]), summary)
+        if first:
+            on_batch(first)
+        rest = [episode.path for episode in todo[FIRST_INLINE:]]
+        for batch in as_finished(summarize_episode, rest, workers=self.workers, cancelled=cancelled):
             for summary in batch:
                 self._take(EpisodeFile(summary.path, keys[summary.path]), summary)
             on_batch(batch)

@@ -13,6 +13,7 @@ then run in this process, so a caller always gets one result per item.
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -42,7 +43,26 @@ def _context():
         return multiprocessing.get_context("fork")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
+    _start_helpers()
     return context
+
+
+def _start_helpers() -> None:
+    """Start multiprocessing's resource tracker and forkserver now, with the real stderr.
+
+    The tracker is handed ``sys.stderr.fileno()``; a TUI has replaced ``sys.stderr`` with an
+    object whose ``fileno()`` is -1, and starting it would fail ("bad value(s) in fds_to_keep").
+    """
+    from multiprocessing import forkserver, resource_tracker
+
+    replaced = sys.stderr
+    try:
+        if sys.__stderr__ is not None:
+            sys.stderr = sys.__stderr__
+        resource_tracker.ensure_running()
+        forkserver.ensure_running()
+    finally:
+        sys.stderr = replaced
 
 
 def _chunks(items: list[Item], size: int) -> list[list[Item]]:
