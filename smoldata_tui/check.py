@@ -19,11 +19,11 @@ import orjson
 
 from smoldata_tui.fleet.aggregate import fleet_totals
 from smoldata_tui.fleet.pool import in_order
-from smoldata_tui.fleet.summary import EpisodeSummary, add_metadata, from_report, unreadable
+from smoldata_tui.fleet.summary import EpisodeSummary, add_metadata
 from smoldata_tui.fleet.work import analyze_trace
 from smoldata_tui.session.metadata import is_trace_name
 from smoldata_tui.trace import TraceReport
-from smoldata_tui.trace.parallel import PARALLEL_MIN_BYTES, analyze_path_parallel
+from smoldata_tui.trace.parallel import PARALLEL_MIN_BYTES
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -81,15 +81,7 @@ def json_line(path: str, report: TraceReport | None, summary: EpisodeSummary) ->
 
 def check_one(path: str, *, as_json: bool = False, with_metadata: bool = False, big: bool = False) -> Checked:
     """Analyse one trace (in parts on every CPU when ``big``); never raises for a bad file."""
-    if big:
-        try:
-            report = analyze_path_parallel(path)
-        except OSError as exc:
-            report, summary = None, unreadable(path, exc)
-        else:
-            summary = from_report(path, report)
-    else:
-        report, summary = analyze_trace(path)
+    report, summary = analyze_trace(path, big=big)
     if with_metadata:
         add_metadata(summary)
     if as_json:  # made here, in the worker: the parent only writes bytes
