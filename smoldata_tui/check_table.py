@@ -175,7 +175,16 @@ def print_summary(totals: FleetTotals, results: list[Checked], *, out: TextIO, s
                 f"{safe(name, 32):<32} {task.episodes:>8,} {task.graded:>7,} {task.passed:>7,} "
                 f"{_percent(task.passed, task.graded):>9} {_percent(task.accepted, task.episodes):>9}"
             ))  # fmt: skip
+    bad_meta = [r for r in results if r.summary.meta_error is not None]
+    if bad_meta:
+        console.print()
+        console.print(Text(f"{len(bad_meta):,} run.meta.json file{'s' if len(bad_meta) != 1 else ''} not used "
+                           "(or used in part): an episode without one counts in no task", style="yellow"))  # fmt: skip
+        for result in bad_meta[:MAX_EXPLAINING]:
+            console.print(Text(f"  {safe(result.path.parent, 80)}: {safe(result.summary.meta_error, 200)}"))
     errors = [r for r in results if r.error is not None]
+    if errors:
+        console.print()
     for result in errors[:MAX_EXPLAINING]:
         console.print(Text(f"{safe(result.path, 120)}: {safe(result.error, 200)}", style="bold red"))
     if len(errors) > MAX_EXPLAINING:

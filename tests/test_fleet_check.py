@@ -143,6 +143,11 @@ def test_bad_input_in_a_fleet_never_stops_the_rest(tmp_path, cli):
     assert last["traces"] == 7 and last["accepted"] == 6 and last["unreadable"] == 1
     assert f"{unreadable}: cannot read: Input/output error" in result.stderr
     assert "Traceback" not in result.stderr
+    table = cli("check", "--summary", unreadable, str(tmp_path / "fleet"))
+    assert table.returncode == 2 and "Traceback" not in table.stderr
+    assert "7 traces: 6 accepted" in table.stdout and "1 unreadable" in table.stdout
+    assert "run.meta.json: it is not valid JSON" in table.stdout
+    assert f"{unreadable}: cannot read: Input/output error" in table.stdout
 
 
 def test_run_check_writes_to_a_text_stream(tmp_path):

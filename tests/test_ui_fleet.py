@@ -167,3 +167,36 @@ async def test_home_saved_episodes_open_the_fleet_table_and_q_comes_back(tmp_pat
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), what="back home")
         assert app.is_running
+
+
+async def test_help_and_palette_list_every_fleet_key_sort_and_filter(tmp_path):
+    from textual.command import CommandPalette
+
+    from smoldata_tui.ui.keys import bindings_of
+    from smoldata_tui.ui.screens.fleet_commands import FleetCommands
+    from smoldata_tui.ui.screens.fleet_table import FleetTable
+
+    folder = folder_of_traces(tmp_path)
+    app = replay_app(folder)
+    async with app.run_test(notifications=True, size=(200, 60)) as pilot:
+        screen = await fleet_ready(pilot, 4)
+        titles = {title for title, _help, _run in FleetCommands(screen)._commands()}
+        for owner in (FleetScreen, FleetTable):
+            for binding in bindings_of(owner):
+                assert binding.description in titles, binding.description
+        assert {"Sort by steps", "Sort by cost, descending", "Filter: task sales-top-region",
+                "Filter: finding missing_call_id"} <= titles  # fmt: skip
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and "Open the episode" in text_of(app),
+                       what="the help")  # fmt: skip
+        shown = text_of(app)
+        for owner in (FleetScreen, FleetTable):
+            for binding in bindings_of(owner):
+                assert binding.description in shown, binding.description
+        await pilot.press("escape", "ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
+        await pilot.press(*"finding missing_call_id")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.fleet_filter.kind == "missing_call_id", what="the palette's filter")
+        assert names(screen) == ["missing_call_id.jsonl"]
