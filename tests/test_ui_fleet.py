@@ -200,3 +200,21 @@ async def test_help_and_palette_list_every_fleet_key_sort_and_filter(tmp_path):
         await pilot.press("enter")
         await wait_for(pilot, lambda: screen.fleet_filter.kind == "missing_call_id", what="the palette's filter")
         assert names(screen) == ["missing_call_id.jsonl"]
+
+
+async def test_an_indexing_failure_is_said_and_the_rows_stay(tmp_path, monkeypatch):
+    folder = tmp_path / "fleet"
+    write_fleet(folder, 2, seed=25)
+    app = replay_app(folder)
+    async with app.run_test(size=(160, 20)) as pilot:
+        screen = await fleet_ready(pilot, 2)
+
+        def broken(*_args, **_kwargs):
+            raise OSError("the disk went away")
+
+        monkeypatch.setattr(screen.index, "refresh", broken)
+        screen.workers.cancel_group(screen, "fleet-index")
+        screen._index()
+        await wait_for(pilot, lambda: "indexing stopped: OSError: the disk went away" in text_of(app),
+                       timeout=30, what="the failure on screen")  # fmt: skip
+        assert len(screen.table.rows) == 2 and app.is_running

@@ -72,6 +72,7 @@ class FleetScreen(Screen[None]):
         self.last_refresh: RefreshResult | None = None
         self._incoming: deque[list[EpisodeSummary] | RefreshResult] = deque()
         self._redrawn_at = 0.0
+        self.failure: str | None = None  # why indexing stopped, if it did
         self._redraw_cost = 0.0
 
     @property
@@ -109,7 +110,14 @@ class FleetScreen(Screen[None]):
 
         # Handed over without waiting for the screen (call_from_thread would block on every
         # batch); the timer takes them in.
-        watch(self.index, self._incoming.append, self._incoming.append, stopped=stopped)
+        try:
+            watch(self.index, self._incoming.append, self._incoming.append, stopped=stopped)
+        except Exception as exc:  # noqa: BLE001 - said on screen; the rows read so far stay
+            self.app.call_from_thread(self._index_failed, f"{type(exc).__name__}: {exc}")
+
+    def _index_failed(self, why: str) -> None:
+        self.failure = clip(why, 200)
+        self._status()
 
     def _take_incoming(self) -> None:
         refreshed = None
@@ -171,7 +179,9 @@ class FleetScreen(Screen[None]):
     def _status(self) -> None:
         parts: list[Text] = []
         result = self.last_refresh
-        if result is None:
+        if self.failure is not None:
+            parts.append(Text(f"indexing stopped: {self.failure}", "bold red"))
+        elif result is None:
             parts.append(Text(f"indexing\u2026 {len(self.summaries):,} episodes read so far", "italic"))
         elif not self.summaries:
             parts.append(Text("no *.jsonl episodes in this folder (watching for new ones)"))

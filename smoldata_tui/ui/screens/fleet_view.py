@@ -52,8 +52,8 @@ def verdict_cell(s: EpisodeSummary) -> Text:
     if s.native_tool_calls is not None:
         return Text(f"\u2713 {s.native_tool_calls}", "green")
     if s.crash is not None:
-        return Text(f"crash: {s.crash}", "bold magenta")
-    return Text(f"None: {s.reason}", "yellow")
+        return Text(f"crash: {safe(s.crash, 60)}", "bold magenta")
+    return Text(f"None: {safe(s.reason, 200)}", "yellow")
 
 
 def findings_cell(s: EpisodeSummary) -> Text:
