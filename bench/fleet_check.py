@@ -21,9 +21,9 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from _common import DATA, ROOT, measure
+from _common import ROOT, measure
+from fleet_data import children_cpu, generated_fleet
 
 SEED = """
 import sys
@@ -37,25 +37,11 @@ for path in sorted(p for p in Path(sys.argv[1]).rglob("*.jsonl") if p.is_file() 
 """
 
 
-def fleet(count: int) -> Path:
-    folder = DATA / f"fleet_check_{count}"
-    done = folder / ".complete"
-    if not done.exists():
-        code = (
-            "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]);"
-            "from smoldata_tui.fleet.build import write_fleet; write_fleet(Path(sys.argv[2]), int(sys.argv[3]), seed=10)"
-        )
-        subprocess.run([sys.executable, "-c", code, str(ROOT), str(folder), str(count)], check=True)
-        done.touch()
-    return folder
-
-
 def cpu_seconds(argv: list[str]) -> float:
     """user + sys of one run of ``argv`` and every child it waited for."""
     before = os.times()
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, check=False)
-    after = os.times()
-    return (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return children_cpu(before, os.times())
 
 
 def main() -> int:
@@ -64,7 +50,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     started = time.perf_counter()
-    folder = fleet(args.traces)
+    folder = generated_fleet("fleet_check", args.traces, seed=10)
     traces = [p for p in folder.rglob("*.jsonl")]
     size_mb = sum(p.stat().st_size for p in traces) / 1024 / 1024
     print(f"fleet: {len(traces):,} traces, {size_mb:.0f} MB in {folder} (ready in {time.perf_counter() - started:.1f} s)")

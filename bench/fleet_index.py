@@ -25,13 +25,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import DATA, ROOT, measure
+from _common import measure
+from fleet_data import children_cpu, generated_fleet
 
 INDEX = """
 import json, sys, time
@@ -93,19 +93,6 @@ print(count)
 """
 
 
-def fleet(count: int) -> Path:
-    folder = DATA / f"fleet_index_{count}"
-    done = folder / ".complete"
-    if not done.exists():
-        code = (
-            "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]);"
-            "from smoldata_tui.fleet.build import write_fleet; write_fleet(Path(sys.argv[2]), int(sys.argv[3]), seed=20)"
-        )
-        subprocess.run([sys.executable, "-c", code, str(ROOT), str(folder), str(count)], check=True)
-        done.touch()
-    return folder
-
-
 def run(argv: list[str], cache: Path, *, cold: bool, repeat: int):
     """Best of ``repeat`` runs; a cold run starts from an empty cache directory."""
     best = None
@@ -118,7 +105,7 @@ def run(argv: list[str], cache: Path, *, cold: bool, repeat: int):
         numbers = json.loads(measured.stdout.strip().splitlines()[-1])
         # CPU seconds of the run and every process it waited for: on a machine shared with other
         # work, the number that does not depend on how much of the CPUs this run was given.
-        numbers["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+        numbers["cpu"] = children_cpu(before, after)
         if best is None or numbers["all"] < best[0]["all"]:
             best = (numbers, measured)
     return best
@@ -130,7 +117,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
     started = time.perf_counter()
-    folder = fleet(args.episodes)
+    folder = generated_fleet("fleet_index", args.episodes, seed=20)
     size_mb = sum(p.stat().st_size for p in folder.rglob("*.jsonl")) / 1024 / 1024
     print(f"fleet: {args.episodes:,} episodes, {size_mb:.0f} MB of traces in {folder} "
           f"(ready in {time.perf_counter() - started:.0f} s)")  # fmt: skip
@@ -155,7 +142,7 @@ def main() -> int:
     before = os.times()
     seed_cpu_run = measure([python, "-c", SEED, str(folder)], repeat=1)
     after = os.times()
-    seed_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    seed_cpu = children_cpu(before, after)
     print("times from the process's start; table rows also from the moment the table was on screen (mounted)")
     print(f"{'':28}{'first rows s':>13}{'after mount':>12}{'all rows s':>11}{'vs seed':>9}{'CPU s':>8}{'peak RSS MB':>12}")
     for name, (numbers, measured) in results.items():

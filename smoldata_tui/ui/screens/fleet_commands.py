@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from rich.text import Text
-from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.fuzzy import FuzzySearch
-from textual.markup import escape
-
 from smoldata_tui.trace.text import clip
+from smoldata_tui.ui.commands import EpisodeCommands
 
 
-class FleetCommands(Provider):
+class FleetCommands(EpisodeCommands):
+    """The episode palette's search and display, over the fleet table's commands."""
+
     def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         from smoldata_tui.ui.screens.catalogue import catalogue_for
         from smoldata_tui.ui.screens.fleet import FleetScreen
@@ -41,21 +39,6 @@ class FleetCommands(Provider):
             commands.append((f"Filter: finding {clip(kind, 40)}", "only episodes with this finding",
                              partial(screen.filter_kind, kind)))  # fmt: skip
         return commands
-
-    async def discover(self) -> Hits:
-        for title, help_text, run in self._commands():
-            yield DiscoveryHit(Text(title), run, text=title, help=escape(help_text))
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        fuzzy = FuzzySearch(case_sensitive=False)
-        for title, help_text, run in self._commands():
-            score = matcher.match(title)
-            if score > 0:
-                prompt = Text(title)
-                for offset in fuzzy.match(query, title)[1]:
-                    prompt.stylize("reverse", offset, offset + 1)
-                yield Hit(score, prompt, run, text=title, help=escape(help_text))
 
 
 def _with(screen, **changes):
