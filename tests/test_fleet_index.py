@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 
@@ -129,3 +130,17 @@ def test_watch_picks_up_episodes_a_running_batch_writes(tmp_path, cache_home):
         stop.set()
         thread.join(timeout=30)
     assert not thread.is_alive()
+
+
+def test_reopening_shows_the_cached_rows_first_then_confirms_them(tmp_path, cache_home):
+    folder = tmp_path / "fleet"
+    traces = write_fleet(folder, 6, seed=18, defect_rate=0)
+    refresh(FleetIndex(folder, workers=1))
+    shutil.rmtree(traces[0].parent)  # gone while the table was closed
+    traces[1].write_bytes(traces[1].read_bytes() + b"\n")  # changed (one more line) meanwhile
+    batches = []
+    result = FleetIndex(folder, workers=1).refresh(batches.append)
+    assert len(batches[0]) == 6  # every cached row at once, before the folder is listed
+    assert result.removed == [str(traces[0])] and result.analysed == 1
+    redone = [s for batch in batches[1:] for s in batch]
+    assert [s.path for s in redone] == [str(traces[1])]

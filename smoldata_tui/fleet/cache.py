@@ -44,7 +44,7 @@ def tool_version() -> str:
 
 class SummaryCache:
     def __init__(self, folder: Path, cache_dir: Path | None = None) -> None:
-        folder = Path(folder).resolve()
+        folder = Path(os.path.abspath(folder))
         self.folder = folder
         name = hashlib.sha256(str(folder).encode()).hexdigest()[:24]
         self.path = (cache_dir or user_cache_dir()) / f"{name}.json"

@@ -93,7 +93,7 @@ class FleetIndex:
 
     def __init__(self, folder: str | os.PathLike[str], *, cache_dir: Path | None = None, workers: int | None = None,
                  use_cache: bool = True) -> None:  # fmt: skip
-        self.folder = Path(folder)
+        self.folder = Path(os.path.abspath(folder))  # rows and cache entries hold absolute paths
         self.workers = workers
         self.cache = SummaryCache(self.folder, cache_dir) if use_cache else None
         self.summaries: dict[str, EpisodeSummary] = {}
@@ -108,34 +108,38 @@ class FleetIndex:
     ) -> RefreshResult:
         started = time.perf_counter()
         if self.cache is not None and not self._cache_loaded:
-            self.cache.load()
-            self._cache_loaded = True
+            self._show_cached(on_batch)
         seen: set[str] = set()
         todo: list[EpisodeFile] = []
         ready: list[EpisodeSummary] = []
+        inline = FIRST_INLINE
         for episode in scan(self.folder):
             seen.add(episode.path)
             if self._keys.get(episode.path) == episode.key:
                 continue  # unchanged since the last refresh
             cached = self.cache.get(episode.path, episode.key) if self.cache is not None else None
+            if cached is None and inline:
+                # The first few right here, while the listing goes on and the worker processes
+                # start: the first rows come sooner.
+                inline -= 1
+                cached = summarize_episode(episode.path)
+                self._take(episode, cached)
+                on_batch([cached])
+                continue
             if cached is None:
                 todo.append(episode)
                 continue
+            shown = self.summaries.get(episode.path) is cached  # already on screen, from the cache
             self._take(episode, cached, from_cache=True)
-            ready.append(cached)
+            if not shown:
+                ready.append(cached)
             if len(ready) >= FIRST_BATCH:
                 on_batch(ready)
                 ready = []
         if ready:
             on_batch(ready)
         keys = {episode.path: episode.key for episode in todo}
-        # The first few right here, while the worker processes start: the first rows come sooner.
-        first = [summarize_episode(episode.path) for episode in todo[:FIRST_INLINE]]
-        for summary in first:
-            self._take(EpisodeFile(summary.path, keys[summary.path]), summary)
-        if first:
-            on_batch(first)
-        rest = [episode.path for episode in todo[FIRST_INLINE:]]
+        rest = [episode.path for episode in todo]
         for batch in as_finished(summarize_episode, rest, workers=self.workers, cancelled=cancelled):
             for summary in batch:
                 self._take(EpisodeFile(summary.path, keys[summary.path]), summary)
@@ -143,12 +147,28 @@ class FleetIndex:
         removed = [path for path in self.summaries if path not in seen]
         for path in removed:
             del self.summaries[path]
-            del self._keys[path]
+            self._keys.pop(path, None)
         if self.cache is not None:
             self.cache.forget(set(removed))
             if not cancelled():
                 self.cache.save()
-        return RefreshResult(len(seen), len(todo), removed, time.perf_counter() - started)
+        analysed = len(todo) + FIRST_INLINE - inline
+        return RefreshResult(len(seen), analysed, removed, time.perf_counter() - started)
+
+    def _show_cached(self, on_batch: Callable[[list[EpisodeSummary]], None]) -> None:
+        """Hand over what the cache knows before listing the folder: a folder opened before shows
+        at once. The listing then confirms each row, redoes changed ones and removes those gone."""
+        self.cache.load()
+        self._cache_loaded = True
+        batch = []
+        for path, (_key, summary) in self.cache.entries.items():
+            self.summaries[path] = summary  # not in _keys: the listing must still confirm it
+            batch.append(summary)
+            if len(batch) >= 2000:
+                on_batch(batch)
+                batch = []
+        if batch:
+            on_batch(batch)
 
     def _take(self, episode: EpisodeFile, summary: EpisodeSummary, *, from_cache: bool = False) -> None:
         self.summaries[episode.path] = summary

@@ -87,7 +87,7 @@ class FleetScreen(Screen[None]):
         yield Static(id="fleet-totals")
         yield Input(placeholder="filter: words to find in the episode, task, model, status, verdict, findings",
                     id="fleet-filter")  # fmt: skip
-        table = FleetTable(self.folder, id="fleet-table")
+        table = FleetTable(self.index.folder, id="fleet-table")
         yield FleetHeader(table)
         yield table
         yield Static(id="fleet-status")
@@ -163,7 +163,7 @@ class FleetScreen(Screen[None]):
         table = self.table
         current = table.current
         keep = current.path if isinstance(current, EpisodeSummary) else None
-        rows = view_rows(list(self.summaries.values()), self.folder, sort_key=table.sort_key,
+        rows = view_rows(list(self.summaries.values()), self.index.folder, sort_key=table.sort_key,
                          descending=table.descending, fleet_filter=self.fleet_filter, grouped=self.grouped)  # fmt: skip
         table.set_rows(rows, keep=keep)
         self.query_one(FleetHeader).refresh()
