@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import measure
+from _common import ROOT, measure
 from fleet_data import children_cpu, generated_fleet
 
 INDEX = """
