@@ -14,10 +14,11 @@ from rich.console import Console
 from rich.text import Text
 
 from smoldata_tui.trace import Finding, Severity
-from smoldata_tui.trace.text import clip
+from smoldata_tui.trace.text import clip, neutralize
 
 if TYPE_CHECKING:
     from smoldata_tui.check import Checked
+    from smoldata_tui.fleet.aggregate import FleetTotals
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -25,6 +26,8 @@ MAX_EXPLAINING = 12  # error findings listed per rejected trace before "… and 
 
 
 def _verdict_cell(result: Checked) -> Text:
+    if result.error is not None:
+        return Text("unreadable", style="bold red")
     verdict = result.report.verdict
     if verdict.failure is None:
         return Text(str(verdict.native_tool_calls), style="green")
@@ -39,6 +42,8 @@ def _where(finding: Finding) -> str:
 
 def _first_finding(result: Checked) -> Text:
     """The finding that explains the verdict when there is one, else the most severe."""
+    if result.error is not None:
+        return Text(clip(result.error, 200), style="bold red")
     failure = result.report.verdict.failure
     verdict_line = failure.line if failure else None
     findings = sorted(
@@ -80,7 +85,8 @@ def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
     header.stylize("bold underline")
     console.print(header)
     for name, verdict, result in zip(names, verdicts, results):
-        counts = result.report.severity_counts()
+        summary = result.summary
+        counts = {"error": summary.errors, "warning": summary.warnings, "info": summary.infos}
         row = Text(f"{_fit_name(name, name_width):<{name_width}}  ")
         row.append(" " * (verdict_width - len(verdict.plain)))
         row.append_text(verdict)
@@ -98,6 +104,9 @@ def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
             continue
         console.print()
         console.print(Text(clip(str(result.path), 120), style="bold"))
+        if result.error is not None:
+            console.print(Text(f"  {clip(result.error, 200)}", style="bold red"))
+            continue
         verdict = result.report.verdict
         if verdict.failure is not None:
             line = Text("  verdict: ", style="bold")
@@ -114,11 +123,69 @@ def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
         if len(errors) > MAX_EXPLAINING:
             console.print(Text(f"  … and {len(errors) - MAX_EXPLAINING} more errors", style="dim"))
 
-    rejected = sum(1 for r in results if not r.accepted)
+    rejected = sum(1 for r in results if not r.accepted and r.error is None)
     summary = f"{len(results)} trace{'s' if len(results) != 1 else ''} checked, {rejected} rejected by the training wrapper"
+    unreadable = sum(1 for r in results if r.error is not None)
+    if unreadable:
+        summary += f", {unreadable} unreadable"
     if strict:
         failing = sum(1 for r in results if r.accepted and r.has_errors())
         summary += f", {failing} accepted with error findings (--strict)"
     console.print()
     console.print(Text(summary, style="bold"))
 
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "—"
+
+
+def print_summary(totals: FleetTotals, results: list[Checked], *, out: TextIO, strict: bool) -> None:
+    """``check --summary``: the fleet's totals instead of one row per trace."""
+    console = Console(file=out, highlight=False, soft_wrap=True)
+
+    def safe(text: object, width: int = 120) -> str:
+        return neutralize(clip(str(text), width), keep_newlines=False)
+
+    head = Text(f"{totals.traces:,} trace{'s' if totals.traces != 1 else ''}: ", style="bold")
+    head.append(f"{totals.accepted:,} accepted ({_percent(totals.accepted, totals.traces)})", style="green")
+    head.append(f", {totals.rejected:,} rejected (None)", style="bold red" if totals.rejected else "dim")
+    head.append(f", {totals.crashes:,} would crash the wrapper", style="bold magenta" if totals.crashes else "dim")
+    if totals.unreadable:
+        head.append(f", {totals.unreadable:,} unreadable", style="bold red")
+    console.print(head)
+    console.print(Text(f"tool calls counted (sum of the int verdicts): {totals.tool_calls:,}"))
+    if strict:
+        failing = sum(1 for r in results if r.accepted and r.has_errors())
+        console.print(Text(f"accepted with error findings (--strict): {failing:,}"))
+    for title, counts in (("rejection reasons", totals.reasons), ("findings by kind", totals.findings)):
+        if counts:
+            console.print()
+            console.print(Text(title, style="bold underline"))
+            for name, count in counts.most_common():
+                console.print(Text(f"{count:>8,}  {safe(name)}"))
+    if totals.tasks:
+        console.print()
+        header = Text(f"{'task':<32} {'episodes':>8} {'graded':>7} {'passed':>7} {'pass rate':>9} {'accepted':>9}")
+        header.stylize("bold underline")
+        console.print(header)
+        for name in sorted(totals.tasks):
+            task = totals.tasks[name]
+            console.print(Text(
+                f"{safe(name, 32):<32} {task.episodes:>8,} {task.graded:>7,} {task.passed:>7,} "
+                f"{_percent(task.passed, task.graded):>9} {_percent(task.accepted, task.episodes):>9}"
+            ))  # fmt: skip
+    bad_meta = [r for r in results if r.summary.meta_error is not None]
+    if bad_meta:
+        console.print()
+        console.print(Text(f"{len(bad_meta):,} run.meta.json file{'s' if len(bad_meta) != 1 else ''} not used "
+                           "(or used in part): an episode without one counts in no task", style="yellow"))  # fmt: skip
+        for result in bad_meta[:MAX_EXPLAINING]:
+            console.print(Text(f"  {safe(result.path.parent, 80)}: {safe(result.summary.meta_error, 200)}"))
+    errors = [r for r in results if r.error is not None]
+    if errors:
+        console.print()
+    for result in errors[:MAX_EXPLAINING]:
+        console.print(Text(f"{safe(result.path, 120)}: {safe(result.error, 200)}", style="bold red"))
+    if len(errors) > MAX_EXPLAINING:
+        console.print(Text(f"… and {len(errors) - MAX_EXPLAINING} more unreadable traces", style="dim"))

@@ -31,6 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--strict", action="store_true", help="also fail on error findings in traces the wrapper accepts"
     )
+    check.add_argument(
+        "--summary",
+        action="store_true",
+        help="the totals (verdicts, rejection reasons, findings, per-task pass rates): instead of the table, "
+        "or as a last JSON line after the per-trace lines with --json",
+    )
     replay = commands.add_parser(
         "replay",
         help="open the episode viewer on a trace (or a folder of traces)",
@@ -152,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             from smoldata_tui.check import run_check
 
-            return run_check(args.paths, as_json=args.json, strict=args.strict)
+            return run_check(args.paths, as_json=args.json, strict=args.strict, summary=args.summary)
         if args.command == "replay":
             from smoldata_tui.ui.app import run_replay
 

@@ -38,20 +38,20 @@ def test_check_skips_a_fifo_inside_a_folder_and_says_so(tmp_path):
     assert "skipped" in done.stderr and "stuck.jsonl" in done.stderr and "FIFO" in done.stderr
 
 
-def test_the_picker_lists_a_fifo_as_unreadable_without_opening_it(tmp_path):
-    from smoldata_tui.ui.screens.picker import find_traces, read_row, verdict_cell
+def test_the_fleet_index_skips_a_fifo_without_opening_it(tmp_path):
+    from smoldata_tui.fleet.index import scan
+    from smoldata_tui.fleet.work import summarize_episode
 
     shutil.copy(SAMPLES / "clean_pass.jsonl", tmp_path / "good.jsonl")
     os.mkfifo(tmp_path / "stuck.jsonl")
     rows: list = []
-    reader = threading.Thread(target=lambda: rows.extend(read_row(p, tmp_path) for p in find_traces(tmp_path)),
+    reader = threading.Thread(target=lambda: rows.extend(summarize_episode(f.path) for f in scan(tmp_path)),
                               daemon=True)  # fmt: skip
     reader.start()
     reader.join(30)
     assert not reader.is_alive(), "reading the folder blocked on the FIFO"
-    by_name = {row.name: row for row in rows}
-    assert by_name["good.jsonl"].verdict is not None
-    assert "FIFO" in verdict_cell(by_name["stuck.jsonl"]).plain
+    assert [Path(row.path).name for row in rows] == ["good.jsonl"]
+    assert rows[0].accepted
 
 
 RUN = ["run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}", "--headless"]

@@ -53,9 +53,9 @@ def test_running_with_a_dead_owner_is_interrupted_and_nothing_else_is():
     assert effective_status(EpisodeMetadata(status="finished", owner=_dead_owner())) == "finished"
 
 
-def test_the_viewer_header_and_the_picker_say_interrupted(tmp_path):
+def test_the_viewer_header_and_the_fleet_table_say_interrupted(tmp_path):
     from smoldata_tui.ui.screens.episode_status import episode_status
-    from smoldata_tui.ui.screens.picker import read_row, row_cells
+    from smoldata_tui.fleet.work import summarize_episode
 
     runs = tmp_path / "runs" / "20260101-000000-sales-top-region"
     runs.mkdir(parents=True)
@@ -65,9 +65,7 @@ def test_the_viewer_header_and_the_picker_say_interrupted(tmp_path):
     metadata = load_metadata(runs / "run.meta.json")
     assert metadata.status == "running"  # the file is not rewritten by reading it
     assert episode_status(metadata, None, finished=True, live=False) == "interrupted"
-    row = read_row(runs / "run.jsonl", tmp_path / "runs")
-    assert "interrupted" in [cell.plain for cell in row_cells(row)]
-    assert "interrupted" in row.search_text
+    assert summarize_episode(str(runs / "run.jsonl")).status == "interrupted"
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -81,7 +79,7 @@ def test_after_sigkill_the_episode_reads_interrupted_and_local_gc_cleans_up(tmp_
     runs = tmp_path / "runs"
     run = subprocess.Popen(
         [sys.executable, "-m", "smoldata_tui", "run", "--task", "sales-top-region", "--model", f"replay:{recording}",
-         "--save", str(runs), "--headless"],
+         "--save", str(runs), "--headless", "--no-capture"],  # with capture the key never enters the sandbox
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:

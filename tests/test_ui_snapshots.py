@@ -15,11 +15,11 @@ from textual.widgets import Input
 from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, save_metadata
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.trace.build_episode import realistic_episode
-from smoldata_tui.ui.screens.picker import PickerScreen
+from smoldata_tui.ui.screens.fleet import FleetScreen
 
 from .conftest import SAMPLES
 from .test_ui_helpers import loaded, replay_app, small_episode, wait_for, write_trace
-from .test_ui_picker import folder_of_traces
+from .test_ui_fleet import folder_of_traces
 from .test_ui_safety import evil_trace
 
 WIDE = (130, 34)
@@ -112,20 +112,17 @@ def test_escapes_and_markup_are_inert(snap_compare, tmp_path):
     assert snap_compare(app, press=["j", "j"], terminal_size=WIDE, run_before=wait_loaded)
 
 
-def test_picker(snap_compare, tmp_path, monkeypatch):
+def test_fleet_table(snap_compare, tmp_path, monkeypatch):
     folder_of_traces(tmp_path)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     app = replay_app(Path("episodes"))
 
     async def every_trace_read(pilot) -> None:
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, PickerScreen), what="the picker")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, FleetScreen), what="the fleet table")
         screen = pilot.app.screen
-        await wait_for(
-            pilot,
-            lambda: all(row.verdict is not None for row in screen.rows.values()) and screen.rows,
-            what="every trace read",
-        )
+        await wait_for(pilot, lambda: screen.last_refresh is not None and len(screen.table.rows) == 4,
+                       timeout=60, what="every trace read")  # fmt: skip
         await pilot.pause(0.2)
-        screen.query_one(Input).cursor_blink = False
 
-    assert snap_compare(app, press=[], terminal_size=(132, 16), run_before=every_trace_read)
+    assert snap_compare(app, press=[], terminal_size=(200, 16), run_before=every_trace_read)

@@ -14,7 +14,7 @@ from smoldata_tui.ui.gc_tuning import QuietCollector
 
 
 class ReplayApp(App[None]):
-    """Opens the episode screen on a trace file, or the picker on a folder of traces."""
+    """Opens the episode screen on a trace file, or the fleet table on a folder of episodes."""
 
     CSS_PATH = "app.tcss"
     TITLE = "smoldata-tui"
@@ -30,10 +30,10 @@ class ReplayApp(App[None]):
     def on_mount(self) -> None:
         self.collector.start()  # see ui/gc_tuning.py
         from smoldata_tui.ui.screens.episode import EpisodeScreen
-        from smoldata_tui.ui.screens.picker import PickerScreen
+        from smoldata_tui.ui.screens.fleet import FleetScreen
 
         if self.target.is_dir():
-            self.push_screen(PickerScreen(self.target, follow=self.follow, speed=self.speed))
+            self.push_screen(FleetScreen(self.target, follow=self.follow, speed=self.speed))
         else:
             self.push_screen(EpisodeScreen(self.target, follow=self.follow, speed=self.speed))
 

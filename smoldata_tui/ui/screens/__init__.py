@@ -1,1 +1,1 @@
-"""Screens of the replay app: the episode, the trace picker, help and the filter dialog."""
+"""Screens of the replay app: the episode, the fleet table, help and the filter dialog."""

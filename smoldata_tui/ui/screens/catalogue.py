@@ -12,15 +12,16 @@ from smoldata_tui.ui.keys import KeyHelp, key_catalogue, key_display
 def catalogue_for(screen: Screen) -> list[KeyHelp]:
     from smoldata_tui.ui.screens.episode import EpisodeScreen
     from smoldata_tui.ui.screens.filter import FilterScreen
-    from smoldata_tui.ui.screens.picker import PickerScreen
+    from smoldata_tui.ui.screens.fleet import FleetScreen
+    from smoldata_tui.ui.screens.fleet_table import FleetTable
     from smoldata_tui.ui.widgets.detail import DetailView
     from smoldata_tui.ui.widgets.find_bar import FindBar
     from smoldata_tui.ui.widgets.findings_panel import FindingsList
     from smoldata_tui.ui.widgets.timeline import Timeline
     from smoldata_tui.ui.widgets.training_panel import TurnTable
 
-    if isinstance(screen, PickerScreen):
-        groups = [("Trace list", PickerScreen)]
+    if isinstance(screen, FleetScreen):
+        groups = [("Fleet table", FleetScreen), ("Rows", FleetTable)]
     else:
         groups = [
             ("Timeline", Timeline),

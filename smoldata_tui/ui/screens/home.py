@@ -1,7 +1,7 @@
 """``smoldata-tui`` without arguments: the task set and the saved episodes.
 
 Enter on a task opens the launch form (backend, model, endpoint, timeout, harness), which
-starts the live episode. ``e`` browses the saved episodes with the trace picker.
+starts the live episode. ``e`` opens the saved episodes in the fleet table.
 """
 
 from __future__ import annotations
@@ -97,9 +97,9 @@ class HomeScreen(Screen[None]):
         if not _saved_traces(self.runs):
             self.app.notify(f"no saved episodes in {clip(str(self.runs), 80)} yet")
             return
-        from smoldata_tui.ui.screens.picker import PickerScreen
+        from smoldata_tui.ui.screens.fleet import FleetScreen
 
-        self.app.push_screen(PickerScreen(self.runs))
+        self.app.push_screen(FleetScreen(self.runs, standalone=False))
 
     def on_screen_resume(self) -> None:
         self.query_one("#home-episodes", Static).update(self._episodes_line())

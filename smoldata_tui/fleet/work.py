@@ -1,0 +1,33 @@
+"""What one worker process does with one trace: analyse it and summarise it.
+
+Kept apart so a forkserver can preload it (and through it the whole engine) once.
+"""
+
+from __future__ import annotations
+
+from smoldata_tui.fleet.summary import EpisodeSummary, add_metadata, from_report, unreadable
+from smoldata_tui.trace.analysis import TraceReport, analyze_path
+from smoldata_tui.trace.parallel import analyze_path_parallel
+
+
+def analyze_trace(path: str, *, big: bool = False) -> tuple[TraceReport | None, EpisodeSummary]:
+    """The report (None when the file cannot be read) and its summary, without metadata.
+
+    ``big``: analyse the file in parts on every CPU (from a process that is not a pool worker).
+    The one place ``check`` and the fleet get a trace's report: findings from elsewhere (the
+    episode's sidecar files) belong here, before the summary counts them.
+    """
+    try:
+        report = analyze_path_parallel(path) if big else analyze_path(path)[0]
+    except OSError as exc:
+        return None, unreadable(path, exc)
+    from smoldata_tui.training.config_findings import sidecar_findings
+
+    report.findings.extend(sidecar_findings(path))  # the episode's configuration, when its sidecars sit beside it
+    return report, from_report(path, report)
+
+
+def summarize_episode(path: str) -> EpisodeSummary:
+    """The fleet table's row: the trace's summary and what ``run.meta.json`` says."""
+    _report, summary = analyze_trace(path)
+    return add_metadata(summary)
