@@ -1,0 +1,109 @@
+"""How long `smoldata-tui diff` takes on two 20,000-call episodes that differ in a few places.
+
+Two traces of the same realistic episode (smoldata_tui.trace.build_episode), B with other
+session, message, part and call ids, and 3 changed commands, 3 inserted calls and 2 removed
+ones. Measured in this one process: reading both sides (the trace engine's full pass, which also
+gives the verdicts, findings and stats), the alignment, and the whole `diff_paths`. Baseline in
+the same run: difflib.SequenceMatcher over the same keys (not an LCS, shown for scale).
+
+    python3 bench/diff_speed.py [--calls 20000] [--output-bytes 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from smoldata_tui.diff import diff_calls, diff_paths, load_episode  # noqa: E402
+from smoldata_tui.diff.align import align  # noqa: E402
+from smoldata_tui.diff.compare import _intern  # noqa: E402
+from smoldata_tui.trace.build import TraceBuilder, dumps_event  # noqa: E402
+from smoldata_tui.trace.build_episode import realistic_episode  # noqa: E402
+
+CHANGED, INSERTED, REMOVED = 3, 3, 2
+
+
+def _episode(session: str, calls: int, output_bytes: int) -> TraceBuilder:
+    builder = TraceBuilder(session_id=session)
+    # One call per step, plus the final answer step.
+    realistic_episode(builder, steps=calls + 1, rng=random.Random(7), output_bytes=output_bytes)
+    return builder
+
+
+def make_pair(folder: Path, calls: int, output_bytes: int) -> tuple[Path, Path, list[str]]:
+    a = _episode("ses_4892557ffffeJq7Vd2KxP9mTnR", calls, output_bytes)
+    b = _episode("ses_48925a1c2ffeQx8Wb3LzR7nSkT", calls, output_bytes)
+    events = b.events
+    tool_lines = [index for index, event in enumerate(events) if event["type"] == "tool_use"]
+    rng = random.Random(11)
+    places = sorted(rng.sample(range(10, len(tool_lines) - 10), CHANGED + INSERTED + REMOVED), reverse=True)
+    done = []
+    for number, place in enumerate(places):
+        index = tool_lines[place]
+        event = events[index]
+        if number < CHANGED:
+            event["part"]["state"]["input"]["command"] = f"echo changed {number}"
+            done.append(f"changed call {place + 1}")
+        elif number < CHANGED + INSERTED:
+            extra = copy.deepcopy(event)
+            extra["part"]["state"]["input"] = {"command": f"ls /tmp/inserted-{number}", "description": "extra"}
+            extra["part"]["callID"] = f"call_inserted{number:011d}x"
+            events.insert(index, extra)
+            done.append(f"inserted before call {place + 1}")
+        else:
+            del events[index]
+            done.append(f"removed call {place + 1}")
+    path_a, path_b = folder / "a.jsonl", folder / "b.jsonl"
+    path_a.write_bytes(a.dumps())
+    path_b.write_bytes(b"".join(dumps_event(event) for event in events))
+    return path_a, path_b, done
+
+
+def best_of(repeat: int, run) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = run()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--output-bytes", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path_a, path_b, done = make_pair(Path(tmp), args.calls, args.output_bytes)
+        size = (path_a.stat().st_size + path_b.stat().st_size) / 1e6
+        read_s, (side_a, side_b) = best_of(args.repeat, lambda: (load_episode(path_a), load_episode(path_b)))
+        keys_a, keys_b = _intern(side_a.calls, side_b.calls, "input_print")
+        align_s, alignment = best_of(args.repeat, lambda: align(keys_a, keys_b))
+        script_s, diff = best_of(args.repeat, lambda: diff_calls(side_a, side_b))
+        total_s, _ = best_of(args.repeat, lambda: diff_paths(str(path_a), str(path_b)))
+        difflib_s, matcher = best_of(
+            args.repeat, lambda: difflib.SequenceMatcher(None, keys_a, keys_b).get_opcodes()
+        )
+    counts = diff.counts()
+    print(f"episodes: {len(side_a.calls):,} and {len(side_b.calls):,} calls, {size:.1f} MB together; "
+          f"B: {', '.join(done)}")  # fmt: skip
+    print(f"result: {counts}, first divergence at pair {diff.first_divergence}, exact {diff.exact}")
+    print(f"read both sides (trace engine, full analysis) {read_s:8.3f} s")
+    print(f"align the keys (Myers, linear space)           {align_s:8.3f} s   ({len(alignment.pairs):,} matched)")
+    print(f"edit script with changed/only pairs           {script_s:8.3f} s")
+    print(f"whole diff (diff_paths)                       {total_s:8.3f} s   target <= 2 s")
+    print(f"baseline: difflib.SequenceMatcher, same keys  {difflib_s:8.3f} s   "
+          f"(alignment {align_s / difflib_s:.2f}x its time)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
