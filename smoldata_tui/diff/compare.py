@@ -23,7 +23,7 @@ from smoldata_tui.diff.normalize import OUTPUT_RULES, fingerprint
 SAME, CHANGED, ONLY_A, ONLY_B = "same", "changed", "only_a", "only_b"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per call, and frozen dataclasses are slow to make
 class Pair:
     op: str
     a: int | None  # index into A's calls; None for only_b
