@@ -20,7 +20,7 @@ In outputs only (``TIME_RULES``; a model that types a date means it):
 * ``ls -l`` times (``Jan  1 12:00``) → ``<time>``;
 * 13-digit epoch milliseconds (years 2001–2286) → ``<ms>``.
 
-A match must start at a word boundary (the character before it is not a letter, digit or ``_``).
+A match that starts with a letter or digit must start a word (``recall_…`` is not a call id).
 Dict keys are kept, and sorted when fingerprinting, so the order a model wrote its arguments in
 does not matter. Numbers, booleans and null are kept. The call's own callID, its part and message
 ids, event timestamps and ``state.time`` are never compared (see ``calls``).
@@ -51,11 +51,15 @@ class Rule:
 
         def replace(match: re.Match[str]) -> str:
             start = match.start()
-            if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            if start and _word(text[start]) and _word(text[start - 1]):
                 return match.group()  # inside a longer word: not one of ours
             return match.expand(self.replacement)
 
         return self.pattern.sub(replace, text)
+
+
+def _word(character: str) -> bool:
+    return character.isalnum() or character == "_"
 
 
 def _rule(triggers: tuple[str, ...], pattern: str, replacement: str) -> Rule:
