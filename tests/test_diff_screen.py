@@ -65,7 +65,7 @@ async def test_opens_on_the_first_divergence_and_walks_the_differences_at_80x24(
         # The header: both sides' verdict, grade, calls, and the deltas.
         assert "verdict 4" in shown and "verdict 5" in shown
         assert "reward 1" in shown and "reward 0" in shown
-        assert "4 calls" in shown and "5 calls" in shown
+        assert "4 calls" in shown and "5 calls" in shown and "a/run.jsonl" in shown
         assert "calls +1" in shown and "grade 1\u21920" in shown
         # The detail: a unified diff of the changed command and of its output.
         detail = screen.query_one(DiffDetailView).text

@@ -40,26 +40,32 @@ def _signed_duration(ms: float | None, other: float | None) -> str:
     return PLUS_MINUS if delta == 0 else f"{PLUS if delta > 0 else MINUS}{shown}"
 
 
-def _side_line(label: str, facts: SideFacts) -> Text:
+def shown_name(path: str) -> str:
+    """``a/run.jsonl`` for an episode folder's trace (every one is run.jsonl), else the file name."""
+    trace = Path(path)
+    return f"{trace.parent.name}/{trace.name}" if trace.name == "run.jsonl" and trace.parent.name else trace.name
+
+
+def _side_line(label: str, facts: SideFacts, *, show_task: bool) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"{label} ", "bold reverse")
-    text.append(f" {clip(Path(facts.path).name, 40)}", "bold")
-    if facts.task:
+    text.append(f" {clip(shown_name(facts.path), 40)}", "bold")
+    if facts.task and show_task:
         text.append(f" \u00b7 {clip(facts.task, 30)}")
     text.append(f" \u00b7 {clip(facts.status, 12)}")
     verdict_style = "green" if facts.verdict is not None else "bold red"
     text.append(f" \u00b7 verdict {facts.verdict if facts.verdict is not None else 'None'}", verdict_style)
     text.append(f" \u00b7 {clip(facts.grade_text, 20) if facts.grade_text else 'no grade'}", "cyan")
-    text.append(f" \u00b7 {facts.calls:,} calls \u00b7 {facts.tokens:,} tokens")
-    text.append(f" \u00b7 {format_duration(facts.duration_ms) or '?'}")
+    text.append(f" \u00b7 {facts.calls:,} calls \u00b7 {facts.tokens:,} tok \u00b7 {format_duration(facts.duration_ms) or '?'}")
     return text
 
 
 def header_lines(diff: EpisodeDiff, a: SideFacts, b: SideFacts) -> Text:
     """Three lines: A, B, and what changed from A to B."""
-    text = _side_line("A", a)
+    show_task = a.task != b.task  # the same task on both sides is no news
+    text = _side_line("A", a, show_task=show_task)
     text.append("\n")
-    text.append_text(_side_line("B", b))
+    text.append_text(_side_line("B", b, show_task=show_task))
     text.append("\n")
     counts = diff.counts()
     delta = Text(no_wrap=True, overflow="ellipsis")
