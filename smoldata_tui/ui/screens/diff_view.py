@@ -7,14 +7,13 @@ from functools import partial
 from pathlib import Path
 
 from rich.text import Text
-from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.markup import escape
 from textual.screen import Screen
 
 from smoldata_tui.diff import CHANGED, ONLY_A, ONLY_B, SAME, EpisodeDiff, SideFacts
 from smoldata_tui.diff.detail import PairDetail
 from smoldata_tui.trace.summary import format_duration
 from smoldata_tui.trace.text import clip
+from smoldata_tui.ui.commands import EpisodeCommands
 from smoldata_tui.ui.keys import KeyHelp, key_catalogue
 from smoldata_tui.ui.safe_text import safe_text
 from smoldata_tui.ui.screens.catalogue import app_entries
@@ -146,8 +145,9 @@ class DiffHelpScreen(HelpScreen):
         self.entries = diff_catalogue(parent_screen)
 
 
-class DiffCommands(Provider):
-    """Ctrl+P on the diff screen: every action of the help, runnable."""
+class DiffCommands(EpisodeCommands):
+    """Ctrl+P on the diff screen: every action of the help, runnable (the episode palette's
+    search and display, over this screen's actions)."""
 
     def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         from smoldata_tui.ui.screens.diff import DiffDetailView, DiffScreen
@@ -168,14 +168,3 @@ class DiffCommands(Provider):
             commands.append((entry.description, f"{entry.context} \u00b7 key {entry.keys}",
                              partial(target.run_action, entry.action)))  # fmt: skip
         return commands
-
-    async def discover(self) -> Hits:
-        for title, help_text, run in self._commands():
-            yield DiscoveryHit(Text(title), run, text=title, help=escape(help_text))
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for title, help_text, run in self._commands():
-            score = matcher.match(title)
-            if score > 0:
-                yield Hit(score, Text(title), run, text=title, help=escape(help_text))
