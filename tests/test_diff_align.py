@@ -77,6 +77,18 @@ def test_a_changed_call_between_repeats_pairs_with_its_own_tool():
     assert [pair.op for pair in diff.pairs] == [SAME, ONLY_B, CHANGED, SAME]
 
 
+def test_a_changed_call_next_to_a_repeat_is_read_as_changed():
+    # B's cat could match A's first cat (three places differ) or its last (one changed, one removed).
+    for a, b, expected in (
+        ([("l", 0), ("h", 3), ("c", 0), ("c", 0)], [("l", 0), ("h", 5), ("c", 0)], [SAME, CHANGED, ONLY_A, SAME]),
+        ([("l", 0), ("c", 0), ("c", 0), ("h", 3)], [("l", 0), ("c", 0), ("h", 5)], [SAME, SAME, ONLY_A, CHANGED]),
+        ([("l", 0), ("h", 5), ("c", 0)], [("l", 0), ("h", 3), ("c", 0), ("c", 0)], [SAME, CHANGED, SAME, ONLY_B]),
+        ([("c", 0), ("c", 0), ("h", 5)], [("h", 3), ("c", 0), ("c", 0)], [ONLY_B, SAME, SAME, ONLY_A]),
+    ):
+        diff = diff_calls(episode(a), episode(b))
+        assert [pair.op for pair in diff.pairs] == expected, (a, b)
+
+
 def test_out_of_budget_the_alignment_says_it_is_not_exact_and_stays_valid():
     a = [number % 7 for number in range(3000)]
     b = [(number * 5) % 7 for number in range(3000)]

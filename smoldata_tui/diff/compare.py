@@ -1,7 +1,8 @@
 """Two episodes' calls aligned into an edit script: same, changed, only_a, only_b.
 
 1. Each call is keyed on (tool, normalised input); the keys of A and B are aligned by a longest
-   common subsequence (``align``): matched calls are ``same``.
+   common subsequence (``align``): matched calls are ``same``. Of equally long ones, the one that
+   puts a removal next to an insertion is preferred (``slide``).
 2. Between two matches, A's unmatched calls and B's are paired by tool, in order (again a longest
    common subsequence, on the tool names): a pair is ``changed`` (same tool at this place,
    different input); the rest are ``only_a`` / ``only_b``, A's before B's at each place.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from smoldata_tui.diff.align import DEFAULT_BUDGET, align
 from smoldata_tui.diff.calls import Call, CallReader, EpisodeCalls, call_output
 from smoldata_tui.diff.normalize import OUTPUT_RULES, fingerprint
+from smoldata_tui.diff.slide import line_up
 
 SAME, CHANGED, ONLY_A, ONLY_B = "same", "changed", "only_a", "only_b"
 
@@ -125,6 +127,7 @@ def diff_calls(a: EpisodeCalls, b: EpisodeCalls, *, budget: int = DEFAULT_BUDGET
     keys_a, keys_b = _intern(calls_a, calls_b, "input_print")
     matched = align(keys_a, keys_b, budget=budget)
     exact = matched.exact
+    matched.pairs = line_up(matched.pairs, keys_a, keys_b)
     pairs: list[Pair] = []
     outputs = _OutputComparer(a, b)
     next_a = next_b = 0
