@@ -52,5 +52,6 @@ def _run_screen(a: str, b: str) -> int:
         return EXIT_USAGE
     from smoldata_tui.ui.screens.diff_app import DiffApp
 
-    DiffApp(a, b).run()
-    return EXIT_SAME
+    app = DiffApp(a, b)
+    app.run()
+    return app.outcome

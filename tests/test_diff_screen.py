@@ -84,6 +84,8 @@ async def test_opens_on_the_first_divergence_and_walks_the_differences_at_80x24(
         assert "(identical)" in screen.query_one(DiffDetailView).text
         rows = screen_lines(app)
         assert all(len(row) == 80 for row in rows) and len(rows) == 24
+        await pilot.press("q")
+    assert app.outcome == 1  # the exit status of `smoldata-tui diff A B`
 
 
 async def test_help_and_palette_list_the_diff_keys(tmp_path):
@@ -124,6 +126,19 @@ async def test_agent_text_is_shown_literally(tmp_path):
         assert "[bold red]boom[/]" in shown and "\x1b" not in shown
 
 
+async def test_same_calls_exit_zero(tmp_path):
+    episode(tmp_path / "a.jsonl", [LS, HEAD])
+    episode(tmp_path / "b.jsonl", [LS, HEAD], session=OTHER_SESSION)
+    app = diff_app(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    async with app.run_test(size=SMALL) as pilot:
+        screen = await opened(pilot)
+        assert screen.table.cursor == 0 and "same calls" in "\n".join(screen_lines(app))
+        await pilot.press("right_square_bracket")
+        assert screen.table.cursor == 0
+        await pilot.press("q")
+    assert app.outcome == 0
+
+
 async def test_the_screen_can_be_pushed_from_another_screen_and_left(tmp_path):
     a, b = two_episodes(tmp_path)
 
@@ -155,3 +170,4 @@ async def test_a_path_that_cannot_be_compared_is_said_on_screen(tmp_path):
         assert any("Cannot compare" in row for row in screen_lines(app))
         await pilot.press("q")
         assert not app.is_running
+    assert app.outcome == 2
