@@ -8,7 +8,6 @@ from smoldata_tui.ui.gc_tuning import QuietCollector
 
 
 class DiffApp(App[None]):
-    CSS_PATH = "../app.tcss"
     TITLE = "smoldata-tui diff"
 
     def __init__(self, a_path: str, b_path: str) -> None:
