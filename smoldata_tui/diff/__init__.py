@@ -4,6 +4,8 @@
 ``diff_calls(a, b)`` aligns them, ``diff_json(diff)`` is what ``smoldata-tui diff --json`` prints.
 """
 
+import functools
+
 from smoldata_tui.diff.calls import Call, DiffInputError, EpisodeCalls, SkippedLine, load_episode
 from smoldata_tui.diff.compare import CHANGED, ONLY_A, ONLY_B, SAME, EpisodeDiff, Pair, diff_calls
 from smoldata_tui.diff.report import SideFacts, diff_json, side_facts
@@ -12,12 +14,15 @@ from smoldata_tui.diff.report import SideFacts, diff_json, side_facts
 PARALLEL_MIN_BYTES = 4 << 20  # below this a second process costs more than it saves
 
 
-def diff_paths(a: str, b: str, *, parallel: bool = False) -> EpisodeDiff:
+def diff_paths(a: str, b: str, *, parallel: bool = False, verdict_only: bool = False) -> EpisodeDiff:
     """Load both sides and align them (raises DiffInputError for a path it cannot use).
 
     ``parallel``: read B in a forked process while A is read here, when both are big. Only for a
-    caller without threads (the CLI): forking a threaded process is unsafe.
+    caller without threads (the CLI): forking a threaded process is unsafe. ``verdict_only``: each
+    side's report holds its verdict and skipped lines, not findings and stats (what ``--json``
+    prints needs no more, and reading is several times faster).
     """
+    load = functools.partial(load_episode, verdict_only=verdict_only)
     if parallel and _worth_a_process(a, b):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -25,12 +30,12 @@ def diff_paths(a: str, b: str, *, parallel: bool = False) -> EpisodeDiff:
 
         try:
             with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
-                later = pool.submit(load_episode, b)
-                side_a = load_episode(a)
+                later = pool.submit(load, b)
+                side_a = load(a)
                 return diff_calls(side_a, later.result())
         except BrokenProcessPool:
             pass  # the worker died (memory, a signal): one process still gives the answer
-    return diff_calls(load_episode(a), load_episode(b))
+    return diff_calls(load(a), load(b))
 
 
 def _worth_a_process(a: str, b: str) -> bool:

@@ -1,8 +1,10 @@
 """One side of a diff: an episode's tool calls, read by the trace engine in its one pass.
 
-The calls are taken from the same parse that gives the verdict, the findings and the stats
-(:class:`~smoldata_tui.trace.analysis.TraceAnalysis`), so a line is read once and read the way
-the timeline and ``check`` read it. Lines that hold no usable event (not JSON, cut short, not an
+The calls are taken, through the engine's ``on_event`` hook, from the same parse that gives the
+verdict (:class:`~smoldata_tui.trace.analysis.TraceAnalysis`), so a line is read once and read the
+way the timeline and ``check`` read it. ``diff --json`` needs only the verdict from the engine and
+asks for ``verdict_only``, which skips the per-event findings and stats; the screen's header shows
+tokens, duration and status too, and reads in full. Lines that hold no usable event (not JSON, cut short, not an
 object, a ``tool_use`` without a part) are listed as skipped, with the engine's reason; the calls
 on every other line are still compared.
 
@@ -60,7 +62,7 @@ class EpisodeCalls:
 
     path: Path  # the trace file
     calls: list[Call]
-    report: TraceReport
+    report: TraceReport  # with verdict_only (see read_calls): only the verdict and the skipped lines
     metadata: EpisodeMetadata | None = None
     metadata_problems: list[str] = field(default_factory=list)
     skipped: list[SkippedLine] = field(default_factory=list)
@@ -91,15 +93,13 @@ def call_status(state: object) -> str:
     return status if type(status) is str else repr(status)
 
 
-class _CallCollector(TraceAnalysis):
-    """The trace engine's analysis, also keeping each tool call it parses."""
+class _CallTaker:
+    """The engine's ``on_event`` hook: keeps each tool call it parses."""
 
     def __init__(self) -> None:
-        super().__init__(keep_events=False)
         self.calls: list[Call] = []
 
-    def _take_value(self, value: object, line: int, offset: int, size: int, piece: int) -> None:
-        super()._take_value(value, line, offset, size, piece)
+    def __call__(self, value: object, line: int, offset: int, size: int, piece: int) -> None:
         if type(value) is not dict or value.get("type") != "tool_use":
             return
         part = value.get("part")
@@ -158,8 +158,8 @@ class CallReader:
         self.close()
 
 
-def _skipped(collector: _CallCollector, report: TraceReport) -> list[SkippedLine]:
-    call_lines = {call.line for call in collector.calls}
+def _skipped(calls: list[Call], report: TraceReport) -> list[SkippedLine]:
+    call_lines = {call.line for call in calls}
     skipped = []
     for finding in report.findings:
         # A wrapper_crash about a call's state still leaves the call; one about the JSON does not.
@@ -168,16 +168,22 @@ def _skipped(collector: _CallCollector, report: TraceReport) -> list[SkippedLine
     return skipped
 
 
-def read_calls(trace: Path) -> EpisodeCalls:
-    """Stream the trace through the engine; OSError propagates."""
-    collector = _CallCollector()
+def read_calls(trace: Path, *, verdict_only: bool = False) -> EpisodeCalls:
+    """Stream the trace through the engine; OSError propagates.
+
+    ``verdict_only``: the report holds the verdict and the lines that give no event, not the
+    findings and stats the screen's header uses (tokens, duration, status); reading is then
+    bound by parsing the JSON and the calls' fingerprints.
+    """
+    taker = _CallTaker()
+    analysis = TraceAnalysis(on_event=taker, verdict_only=verdict_only)
     with open(trace, "rb", buffering=0) as handle:
         while chunk := handle.read(CHUNK_SIZE):
-            collector.feed(chunk)
-    report = collector.finish()
+            analysis.feed(chunk)
+    report = analysis.finish()
     problems: list[str] = []
     metadata = load_metadata(metadata_path_for(trace), problems)
-    return EpisodeCalls(trace, collector.calls, report, metadata, problems, _skipped(collector, report))
+    return EpisodeCalls(trace, taker.calls, report, metadata, problems, _skipped(taker.calls, report))
 
 
 def resolve_trace(argument: str | os.PathLike[str]) -> Path:
@@ -207,10 +213,10 @@ def resolve_trace(argument: str | os.PathLike[str]) -> Path:
     return path
 
 
-def load_episode(argument: str | os.PathLike[str]) -> EpisodeCalls:
+def load_episode(argument: str | os.PathLike[str], *, verdict_only: bool = False) -> EpisodeCalls:
     """Resolve and read one side; every problem with the path is a :class:`DiffInputError`."""
     trace = resolve_trace(argument)
     try:
-        return read_calls(trace)
+        return read_calls(trace, verdict_only=verdict_only)
     except OSError as exc:
         raise DiffInputError(f"{trace}: cannot read: {exc.strerror or exc}") from None
