@@ -197,3 +197,15 @@ def test_without_json_and_without_a_terminal_it_says_what_to_do(cli):
 def test_missing_argument_is_a_usage_error(cli):
     result = cli("diff", "--json", str(SAMPLES / "clean_pass.jsonl"))
     assert result.returncode == 2
+
+
+@pytest.mark.parametrize("sample", sorted(path.name for path in SAMPLES.glob("*.jsonl")))
+def test_json_reading_gives_the_screens_calls_verdict_and_skipped_lines(sample):
+    # --json reads verdict-only, the screen in full: the calls and what is skipped must agree.
+    from smoldata_tui.diff import load_episode
+
+    full = load_episode(SAMPLES / sample)
+    light = load_episode(SAMPLES / sample, verdict_only=True)
+    assert light.calls == full.calls
+    assert light.skipped == full.skipped
+    assert light.report.verdict.badge() == full.report.verdict.badge()
