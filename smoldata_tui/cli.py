@@ -80,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_run_parser(commands)
     _add_daytona_parser(commands)
     _add_local_parser(commands)
+    diff = commands.add_parser("diff", help="where two episodes part ways: their tool calls aligned",
+                               description="Align the tool calls of two episodes (trace files or episode folders) "
+                               "and show where they part ways. Exit 0 when every call is the same, 1 when they "
+                               "differ, 2 on usage errors.")  # fmt: skip
+    diff.add_argument("a", metavar="A", help="a trace file, or an episode folder (run.jsonl + run.meta.json)")
+    diff.add_argument("b", metavar="B", help="the other trace file or episode folder")
+    diff.add_argument("--json", action="store_true", help="one JSON object instead of the screen")
     return parser
 
 
@@ -171,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
             from smoldata_tui.run_command import run_live_or_headless
 
             return run_live_or_headless(args)
+        if args.command == "diff":
+            from smoldata_tui.diff_command import run_diff
+
+            return run_diff(args.a, args.b, as_json=args.json)
         if args.command == "daytona":
             from smoldata_tui.daytona_command import run_daytona_cli
 

@@ -13,6 +13,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import orjson
 
@@ -124,10 +125,33 @@ def _looks_truncated(exc: BaseException) -> bool:
     return False
 
 
-class TraceAnalysis:
-    """Incremental analysis of one OpenCode ``run --format json`` stream."""
+# on_event(value, line, offset, size, piece): every parsed event, in stream order.
+EventHook = Callable[[object, int, int, int, int], None]
 
-    def __init__(self, *, keep_events: bool = False, first_line: int = 1, offset: int = 0) -> None:
+
+class TraceAnalysis:
+    """Incremental analysis of one OpenCode ``run --format json`` stream.
+
+    ``on_event`` is called with every event that parses, after the verdict machine has seen it:
+    a reader that wants more from each event than the report (the diff's calls) takes it there
+    instead of parsing the trace again. ``verdict_only`` skips the per-event findings and stats
+    (most of the cost): the report then has the verdict and the findings about lines that give no
+    usable event (malformed, cut short, not an object, a tool_use without a part), nothing else.
+    """
+
+    def __init__(
+        self,
+        *,
+        keep_events: bool = False,
+        first_line: int = 1,
+        offset: int = 0,
+        on_event: EventHook | None = None,
+        verdict_only: bool = False,
+    ) -> None:
+        if verdict_only and keep_events:
+            raise ValueError("verdict_only keeps no event records")
+        self._on_event = on_event
+        self._verdict_only = verdict_only
         self._framer = LineFramer(first_line=first_line, offset=offset, huge_check=huge_line_error)
         self._verdict = VerdictMachine()
         steps = StepTracker()
@@ -152,7 +176,8 @@ class TraceAnalysis:
         """End of stream: the unterminated last line counts, end-of-stream findings are added."""
         if not self._finished:
             self._close_framer()
-            self._findings.finish()
+            if not self._verdict_only:  # its end-of-stream checks need every event
+                self._findings.finish()
             self._finished = True
         return self.report()
 
@@ -251,8 +276,14 @@ class TraceAnalysis:
         """An event the verdict machine has already seen: findings, stats, record."""
         index = self.event_count
         self.event_count = index + 1
+        if self._on_event is not None:
+            self._on_event(value, line, offset, size, piece)
         if type(value) is dict:
             kind = value.get("type")
+            if self._verdict_only:
+                if kind == "tool_use":
+                    self._findings.calls.check_part(line, index, value)
+                return
             if kind == "step_start":
                 self._step += 1
             self._findings.event(line, index, value, kind)

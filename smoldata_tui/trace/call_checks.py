@@ -65,12 +65,19 @@ class CallChecks:
         # every repeat: (callID, line, event index, part id, tool, fingerprint, its finding)
         self.repeats: list[tuple] = []
 
-    def tool_use(self, line: int, index: int, event: dict) -> None:
-        add = self._add
+    def check_part(self, line: int, index: int, event: dict) -> dict | None:
+        """The tool_use event's part, or None after reporting that it has no usable one."""
         part = event.get("part")
         if type(part) is not dict:
             what = "no part" if "part" not in event else f"a {type(part).__name__} part"
-            add("bad_part", Severity.ERROR, line, index, f"tool_use with {what}; the training wrapper gives None")
+            self._add("bad_part", Severity.ERROR, line, index, f"tool_use with {what}; the training wrapper gives None")
+            return None
+        return part
+
+    def tool_use(self, line: int, index: int, event: dict) -> None:
+        add = self._add
+        part = self.check_part(line, index, event)
+        if part is None:
             return
         state = part.get("state")
         call_id = part.get("callID")

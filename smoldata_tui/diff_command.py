@@ -1,0 +1,57 @@
+"""``smoldata-tui diff A B``: where two episodes part ways (the screen, or ``--json``)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+import orjson
+
+EXIT_SAME, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
+
+
+def run_diff(a: str, b: str, *, as_json: bool, out: TextIO | None = None) -> int:
+    """0 when every call is ``same``, 1 when they differ, 2 when a path cannot be used."""
+    from smoldata_tui.diff import DiffInputError, diff_json, diff_paths
+
+    out = out or sys.stdout
+    if not as_json:
+        return _run_screen(a, b)
+    try:
+        diff = diff_paths(a, b, parallel=True, verdict_only=True)
+    except DiffInputError as exc:
+        print(f"smoldata-tui diff: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for label, side in (("A", diff.a), ("B", diff.b)):
+        if side.skipped:
+            lines = ", ".join(str(item.line) for item in side.skipped[:10])
+            more = "…" if len(side.skipped) > 10 else ""
+            print(f"smoldata-tui diff: {label} {side.path}: {len(side.skipped)} line(s) not compared "
+                  f"(not a usable event): {lines}{more}", file=sys.stderr)  # fmt: skip
+    if not diff.exact:
+        print("smoldata-tui diff: the episodes differ too much for an exact alignment in the time allowed; "
+              "calls were matched on the inputs unique to both", file=sys.stderr)  # fmt: skip
+    out.write(orjson.dumps(diff_json(diff)).decode() + "\n")
+    out.flush()
+    return EXIT_SAME if diff.identical else EXIT_DIFFERENT
+
+
+def _run_screen(a: str, b: str) -> int:
+    from smoldata_tui.diff import DiffInputError
+    from smoldata_tui.diff.calls import resolve_trace
+
+    try:
+        resolve_trace(a)
+        resolve_trace(b)
+    except DiffInputError as exc:
+        print(f"smoldata-tui diff: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
+        print("smoldata-tui diff: needs a terminal; use `smoldata-tui diff --json A B` for text output",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    from smoldata_tui.ui.screens.diff_app import DiffApp
+
+    app = DiffApp(a, b)
+    app.run()
+    return app.outcome

@@ -1,0 +1,170 @@
+"""What the diff screen says: its header, the detail pane's blocks, its help and its palette."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from rich.text import Text
+from textual.screen import Screen
+
+from smoldata_tui.diff import CHANGED, ONLY_A, ONLY_B, SAME, EpisodeDiff, SideFacts
+from smoldata_tui.diff.detail import PairDetail
+from smoldata_tui.trace.summary import format_duration
+from smoldata_tui.trace.text import clip
+from smoldata_tui.ui.commands import EpisodeCommands
+from smoldata_tui.ui.keys import KeyHelp, key_catalogue
+from smoldata_tui.ui.safe_text import safe_text
+from smoldata_tui.ui.screens.catalogue import app_entries
+from smoldata_tui.ui.screens.help import HelpScreen
+
+Block = tuple[str, list[str]]
+
+
+PLUS, MINUS, PLUS_MINUS, NONE = "+", "\u2212", "\u00b10", "\u2014"
+
+
+def _signed(value: float) -> str:
+    if value == 0:
+        return PLUS_MINUS
+    return f"{PLUS if value > 0 else MINUS}{abs(value):,.0f}"
+
+
+def _signed_duration(ms: float | None, other: float | None) -> str:
+    if ms is None or other is None:
+        return "?"
+    delta = other - ms
+    shown = format_duration(abs(delta)) or "0ms"
+    return PLUS_MINUS if delta == 0 else f"{PLUS if delta > 0 else MINUS}{shown}"
+
+
+def shown_name(path: str) -> str:
+    """``a/run.jsonl`` for an episode folder's trace (every one is run.jsonl), else the file name."""
+    trace = Path(path)
+    return f"{trace.parent.name}/{trace.name}" if trace.name == "run.jsonl" and trace.parent.name else trace.name
+
+
+def _side_line(label: str, facts: SideFacts, *, show_task: bool) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"{label} ", "bold reverse")
+    text.append(f" {clip(shown_name(facts.path), 40)}", "bold")
+    if facts.task and show_task:
+        text.append(f" \u00b7 {clip(facts.task, 30)}")
+    text.append(f" \u00b7 {clip(facts.status, 12)}")
+    verdict_style = "green" if facts.verdict is not None else "bold red"
+    text.append(f" \u00b7 verdict {facts.verdict if facts.verdict is not None else 'None'}", verdict_style)
+    text.append(f" \u00b7 {clip(facts.grade_text, 20) if facts.grade_text else 'no grade'}", "cyan")
+    text.append(f" \u00b7 {facts.calls:,} calls \u00b7 {facts.tokens:,} tok \u00b7 {format_duration(facts.duration_ms) or '?'}")
+    return text
+
+
+def header_lines(diff: EpisodeDiff, a: SideFacts, b: SideFacts) -> Text:
+    """Three lines: A, B, and what changed from A to B."""
+    show_task = a.task != b.task  # the same task on both sides is no news
+    text = _side_line("A", a, show_task=show_task)
+    text.append("\n")
+    text.append_text(_side_line("B", b, show_task=show_task))
+    text.append("\n")
+    counts = diff.counts()
+    delta = Text(no_wrap=True, overflow="ellipsis")
+    delta.append("\u0394 ", "bold reverse")
+    delta.append(f" B\u2212A: calls {_signed(b.calls - a.calls)} \u00b7 tokens {_signed(b.tokens - a.tokens)}"
+                 f" \u00b7 time {_signed_duration(a.duration_ms, b.duration_ms)}")  # fmt: skip
+    if a.grade is not None and b.grade is not None and a.grade != b.grade:
+        delta.append(f" \u00b7 grade {a.grade:g}\u2192{b.grade:g}", "bold cyan")
+    delta.append(f"   = {counts[SAME]:,}  ~ {counts[CHANGED]:,}  - {counts[ONLY_A]:,}  + {counts[ONLY_B]:,}")
+    first = diff.first_divergence
+    if first is None:
+        delta.append("   same calls", "bold green")
+    else:
+        pair = diff.pairs[first]
+        call_a, call_b = diff.call_a(pair), diff.call_b(pair)
+        where = f"A L{call_a.line if call_a else NONE} / B L{call_b.line if call_b else NONE}"
+        delta.append(f"   first divergence {where}", "bold yellow")
+    skipped = len(diff.a.skipped) + len(diff.b.skipped)
+    if skipped:
+        delta.append(f"   {skipped} unparsed line(s) not compared", "bold red")
+    if not diff.exact:
+        delta.append("   approximate alignment", "bold red")
+    text.append_text(delta)
+    return text
+
+
+def _diff_block(lines: list[str]) -> list[Block]:
+    blocks: list[Block] = []
+    for line in lines:
+        if line.startswith(("+++", "---")):
+            style = "muted"
+        elif line.startswith("@@"):
+            style = "info"
+        elif line.startswith("+"):
+            style = "added"
+        elif line.startswith("-"):
+            style = "removed"
+        else:
+            style = "plain"
+        text = safe_text(line)
+        if blocks and blocks[-1][0] == style:
+            blocks[-1][1].extend(text.split("\n"))
+        else:
+            blocks.append((style, text.split("\n")))
+    return blocks
+
+
+def detail_blocks(detail: PairDetail) -> list[Block]:
+    blocks: list[Block] = [("title", [safe_text(detail.title)])]
+    if detail.note:
+        blocks.append(("warning", [detail.note]))
+    blocks.append(("muted", ["ids, temporary paths, sandbox names and (in outputs) times are normalised"]))
+    for title, lines, same in (("Input", detail.input_diff, detail.input_same),
+                               ("Output", detail.output_diff, detail.output_same)):  # fmt: skip
+        blocks.append(("heading", [f"\u2500\u2500 {title} "]))
+        if same:
+            blocks.append(("muted", ["(identical)"]))
+        else:
+            blocks.extend(_diff_block(lines))
+    return blocks
+
+
+# --- keys: help and palette ----------------------------------------------------------------------
+def diff_catalogue(screen: Screen) -> list[KeyHelp]:
+    from smoldata_tui.ui.screens.diff import DiffScreen
+    from smoldata_tui.ui.widgets.detail import DetailView
+    from smoldata_tui.ui.widgets.diff_table import DiffTable
+
+    groups = [("Pairs", DiffTable), ("Diff", DiffScreen), ("Detail pane", DetailView)]
+    return key_catalogue(groups) + app_entries(type(screen.app))
+
+
+class DiffHelpScreen(HelpScreen):
+    """``?`` on the diff screen: its own keys, from its bindings."""
+
+    def __init__(self, parent_screen: Screen) -> None:
+        super().__init__(parent_screen)
+        self.entries = diff_catalogue(parent_screen)
+
+
+class DiffCommands(EpisodeCommands):
+    """Ctrl+P on the diff screen: every action of the help, runnable (the episode palette's
+    search and display, over this screen's actions)."""
+
+    def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        from smoldata_tui.ui.screens.diff import DiffDetailView, DiffScreen
+        from smoldata_tui.ui.widgets.detail import DetailView
+        from smoldata_tui.ui.widgets.diff_table import DiffTable
+
+        screen = self.screen
+        if not isinstance(screen, DiffScreen):
+            return []
+        targets = {DiffScreen: screen, DiffTable: screen.table, DetailView: screen.query_one(DiffDetailView)}
+        commands = []
+        seen = set()
+        for entry in diff_catalogue(screen):
+            target = targets.get(entry.owner)
+            if target is None or (entry.owner, entry.action) in seen:
+                continue
+            seen.add((entry.owner, entry.action))
+            commands.append((entry.description, f"{entry.context} \u00b7 key {entry.keys}",
+                             partial(target.run_action, entry.action)))  # fmt: skip
+        return commands
