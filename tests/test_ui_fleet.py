@@ -11,7 +11,7 @@ from smoldata_tui.fleet.build import write_fleet
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, save_metadata
 from smoldata_tui.ui.screens.episode import EpisodeScreen
-from smoldata_tui.ui.screens.fleet import DIFF_NOT_BUILT, FleetScreen
+from smoldata_tui.ui.screens.fleet import FleetScreen
 from smoldata_tui.ui.screens.help import HelpScreen
 
 from .conftest import SAMPLES
@@ -120,7 +120,13 @@ async def test_group_by_task_mark_two_help_and_quit(tmp_path):
         assert f"{first.task}   {first.totals.episodes} episodes · pass rate {rate}" in shown
         await pilot.press("b", "space", "down", "space")
         assert len(screen.table.marked) == 2
-        assert any(DIFF_NOT_BUILT in n.message for n in app._notifications)
+        assert any("d compares them" in n.message for n in app._notifications)
+        await pilot.press("d")  # the diff screen on the two marked episodes; Esc comes back
+        from smoldata_tui.ui.screens.diff import DiffScreen
+
+        assert isinstance(app.screen, DiffScreen)
+        await pilot.press("escape")
+        assert app.screen is screen
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         assert "Group by task" in text_of(app) and "Mark for diff" in text_of(app)

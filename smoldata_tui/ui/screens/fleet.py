@@ -28,7 +28,7 @@ from smoldata_tui.ui.screens.fleet_table import FleetHeader, FleetTable
 from smoldata_tui.ui.screens.fleet_view import COLUMN_KEYS, COLUMNS, NO_FILTER, FleetFilter, header_lines, view_rows
 
 REDRAW_SECONDS = 0.05  # how often arrived rows are looked for
-DIFF_NOT_BUILT = "diff: not built yet (the two marked episodes cannot be compared here yet)"
+MARK_TWO = "mark two episodes with space, then d compares them"
 
 
 class FleetScreen(Screen[None]):
@@ -46,6 +46,7 @@ class FleetScreen(Screen[None]):
         Binding("u", "clear_filters", "Clear every filter", show=False),
         Binding("b", "group", "Group by task"),
         Binding("space", "mark", "Mark for diff", show=False),
+        Binding("d", "diff", "Diff the two marked episodes"),
         Binding("question_mark", "help", "Keys"),
         Binding("q", "leave", "Quit"),
     ]
@@ -308,7 +309,15 @@ class FleetScreen(Screen[None]):
         self.table.refresh()
         self._status()
         if len(marked) == 2:
-            self.app.notify(DIFF_NOT_BUILT, title="two episodes marked")
+            self.app.notify("d compares them", title="two episodes marked")
+
+    def action_diff(self) -> None:
+        if len(self.table.marked) != 2:
+            self.app.notify(MARK_TWO, severity="warning")
+            return
+        from smoldata_tui.ui.screens.diff import DiffScreen
+
+        self.app.push_screen(DiffScreen(*self.table.marked))
 
     def action_help(self) -> None:
         from smoldata_tui.ui.screens.help import HelpScreen
