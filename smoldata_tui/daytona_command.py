@@ -41,11 +41,21 @@ def _why_kept(sandbox: SandboxInfo, all_owners: bool) -> str | None:
     return None
 
 
+def _run_status(sandbox: SandboxInfo) -> str | None:
+    """What became of the run that made the sandbox, as far as this machine can tell: ``running``
+    while its process lives (or the sandbox is still being made), ``interrupted`` once it is gone
+    without deleting it (SIGKILL, a crash); None for another owner's sandbox."""
+    if sandbox.live_pid is not None or sandbox.being_made:
+        return "running"
+    return "interrupted" if sandbox.mine else None
+
+
 def _list(sandboxes: list[SandboxInfo], out: TextIO, *, as_json: bool) -> int:
     if as_json:
         for sandbox in sandboxes:
             row = {"id": sandbox.id, "name": sandbox.name, "state": sandbox.state, "labels": sandbox.labels,
-                   "created_at": sandbox.created_at, "live_pid": sandbox.live_pid}  # fmt: skip
+                   "created_at": sandbox.created_at, "live_pid": sandbox.live_pid,
+                   "run_status": _run_status(sandbox)}  # fmt: skip
             print(json.dumps(row, ensure_ascii=False), file=out)
         return 0
     if not sandboxes:
@@ -54,7 +64,7 @@ def _list(sandboxes: list[SandboxInfo], out: TextIO, *, as_json: bool) -> int:
     rows = [("ID", "NAME", "STATE", "TASK", "RUN", "OWNER", "IN USE BY")]
     for sandbox in sandboxes:
         pid = sandbox.live_pid
-        use = f"pid {pid}" if pid is not None else ("-" if sandbox.mine else "other owner")
+        use = f"pid {pid}" if pid is not None else (_run_status(sandbox) if sandbox.mine else "other owner")
         rows.append((sandbox.id, sandbox.name, sandbox.state, sandbox.labels.get("task", ""),
                      sandbox.labels.get("run", ""), sandbox.owner, use))  # fmt: skip
     widths = [max(len(_safe(row[i])) for row in rows) for i in range(len(rows[0]))]

@@ -133,6 +133,11 @@ def test_gc_deletes_the_orphan_of_a_killed_run_and_keeps_live_and_foreign_ones(t
         assert set(rows) == {orphan, live.sandbox_id, foreign}
         assert rows[live.sandbox_id]["live_pid"] == os.getpid() and rows[orphan]["live_pid"] is None
         assert rows[orphan]["labels"]["task"] == "sales-top-region"
+        # The killed run's sandbox says its run was interrupted; the live one's is running.
+        assert rows[orphan]["run_status"] == "interrupted" and rows[live.sandbox_id]["run_status"] == "running"
+        assert rows[foreign]["run_status"] is None
+        table = cli("daytona", "ls")
+        assert any(orphan in line and "interrupted" in line for line in table.stdout.splitlines())
 
         dry = cli("daytona", "gc")  # not a terminal: says what it would delete, deletes nothing
         assert dry.returncode == 1 and "pass --yes" in dry.stdout and orphan in dry.stdout
