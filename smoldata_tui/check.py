@@ -12,6 +12,7 @@ from typing import TextIO
 import orjson
 
 from smoldata_tui.trace import Severity, TraceReport
+from smoldata_tui.trace.export_doc import account_for_export
 from smoldata_tui.trace.parallel import analyze_path_parallel
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -56,7 +57,7 @@ def collect_traces(arguments: list[str]) -> list[Path]:
 
 def check_one(path: Path) -> Checked:
     try:
-        report = analyze_path_parallel(path)
+        report = account_for_export(path, analyze_path_parallel(path))
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return Checked(path, report)
