@@ -2,7 +2,8 @@
 
 Stage progress goes to stderr, events to stdout. The last stdout line is a JSON object with
 ``task``, ``status``, ``exit_code``, ``native_tool_calls``, ``findings`` (counts by severity),
-``grade`` (``env_reward``, or null with the grader error) and ``trace`` (the saved path).
+``grade`` (``env_reward``, or null with the grader error), ``trace`` (the saved path) and, for a
+replay, ``divergences``: one line per place the replay stopped matching its recording.
 Exit 0 when the episode was graded (whatever the grade), 1 when it could not be (an
 infrastructure failure, said in one line), 2 for usage errors.
 """
@@ -18,6 +19,7 @@ from typing import TextIO
 
 from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec
 from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
+from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.tasks import TaskError, default_task_root, load_task
 from smoldata_tui.trace import TraceAnalysis
 from smoldata_tui.trace.summary import format_offset, summarize_line
@@ -110,7 +112,7 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "trace": str(result.trace_path),
         "metadata": str(result.metadata_path),
         "recovered_calls": len(result.recovered),
-        "divergences": len(result.divergences),
+        "divergences": [describe_divergence(record) for record in result.divergences],
         "error": str(result.error) if result.error else None,
     }
 
@@ -175,6 +177,8 @@ def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     printer.finish()
+    for record in result.divergences:
+        print(f"[replay] diverged: {describe_divergence(record, limit=160)}", file=err, flush=True)
     print(json.dumps(summary_json(result, printer), ensure_ascii=False), file=out, flush=True)
     if result.error is not None:
         print(f"smoldata-tui run: {result.error}", file=err)

@@ -36,6 +36,7 @@ class HeaderState:
     severity_counts: dict[Severity, int] = field(default_factory=dict)
     activity: str = ""  # loading 45% / following / ▶ playback 2×
     final: bool = False  # the verdict is final (the whole stream has been read)
+    divergences: tuple[str, ...] = ()  # a replay's divergences, one line each
 
 
 def verdict_text(verdict: Verdict | None) -> Text:
@@ -70,6 +71,11 @@ def header_text(state: HeaderState, width: int) -> Text:
     if state.grade:
         text.append("  ")
         text.append(clip(state.grade, 30), "bold cyan")
+    if state.divergences:
+        count = len(state.divergences)
+        text.append("  ")
+        text.append(f" replay diverged{f' ({count})' if count > 1 else ''} ", "bold black on yellow")
+        text.append(" " + clip(state.divergences[0], 120), "yellow")
     text.append("\n")
     text.append_text(verdict_text(state.verdict))
     if state.verdict is not None and not state.final:
