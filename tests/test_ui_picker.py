@@ -66,13 +66,13 @@ async def test_picker_lists_filters_opens_and_comes_back(tmp_path):
         rows = {row[0]: row for row in table_rows(app)}
         assert sorted(rows) == sorted(f"{name}.jsonl" for name in PICKED)
         clean = rows["clean_pass.jsonl"]
-        assert clean[1:] == ["sales-top-region", "\u2713 3", "4", "3", "none", "reward 1", "2026-01-02 03:04"]
-        assert rows["missing_call_id.jsonl"][2] == "None: KeyError"
-        assert rows["wrapper_crash_state_null.jsonl"][2] == "crash: AttributeError"
+        assert clean[1:] == ["sales-top-region", "\u2713 accepted", "4", "3", "none", "reward 1", "2026-01-02 03:04"]
+        assert rows["missing_call_id.jsonl"][2] == "None: 'callID'"  # the reason, not only KeyError
+        assert rows["wrapper_crash_state_null.jsonl"][2].startswith("crash: AttributeError: 'NoneType'")
         assert rows["tool_errors.jsonl"][5].split() == ["!1", "\u00b71"]
         assert rows["tool_errors.jsonl"][7] == "2026-01-01 00:00"
 
-        await pilot.press(*"crash")
+        await pilot.press("slash", *"crash")  # typing filters only after /
         assert [row[0] for row in table_rows(app)] == ["wrapper_crash_state_null.jsonl"]
         await pilot.press("escape")  # clears the filter text
         assert len(table_rows(app)) == 4
@@ -82,9 +82,25 @@ async def test_picker_lists_filters_opens_and_comes_back(tmp_path):
         assert "sales-top-region" in screen_lines(app)[0] and "reward 1" in screen_lines(app)[0]
         await pilot.press("q")  # back to the picker, not out of the app
         assert isinstance(app.screen, PickerScreen)
-        await pilot.press("escape", "down", "enter")
+        await pilot.press("escape", "escape", "down", "enter")  # clear, back to the list, move
         screen = await loaded(pilot)
         assert isinstance(screen, EpisodeScreen) and screen.path.name == "missing_call_id.jsonl"
+
+
+async def test_q_and_question_mark_act_on_the_picker(tmp_path):
+    from smoldata_tui.ui.screens.help import HelpScreen
+
+    folder = folder_of_traces(tmp_path)
+    app = replay_app(folder)
+    async with app.run_test(notifications=True, size=(80, 24)) as pilot:
+        await picker_ready(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert isinstance(app.screen, PickerScreen)
+        assert app.screen.query_one("#picker-filter").value == ""  # nothing was typed into the filter
+        await pilot.press("q")
+    assert app.return_code == 0 and not app.is_running
 
 
 async def test_empty_folder_says_so(tmp_path):

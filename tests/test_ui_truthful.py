@@ -78,3 +78,37 @@ async def test_a_bash_call_killed_by_its_timeout_is_not_shown_completed():
         await loaded(pilot)
         row = next(line for line in screen_lines(app) if "sleep 30" in line and "bash" in line)
         assert "timed out" in row and "completed" not in row
+
+
+async def test_2_focuses_the_findings_list():
+    from smoldata_tui.ui.widgets.findings_panel import FindingsList
+
+    app = replay_app(REAL / "tool_errors.jsonl")
+    async with app.run_test(size=(160, 45), notifications=True) as pilot:
+        await loaded(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        assert isinstance(app.focused, FindingsList)
+
+
+async def test_the_launch_form_names_its_fields_and_fits_80_by_24(tmp_path):
+    from textual.widgets import DataTable
+
+    from smoldata_tui.ui.live_app import LiveApp
+    from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
+
+    from .test_ui_helpers import wait_for
+
+    app = LiveApp(runs=tmp_path / "runs")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 10)
+        assert app.screen.query_one(DataTable).row_count
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), 5)
+        form = app.screen.query_one("LaunchForm > Vertical")
+        assert form.region.right <= 80 and form.region.bottom <= 24  # the dialog fits the terminal
+        app.screen.query_one("#run").press()
+        await pilot.pause(0.2)
+        error = str(app.screen.query_one("#launch-error").render())
+        assert "model field" in error and "--" not in error
+        assert app.focused is app.screen.query_one("#model")

@@ -448,6 +448,8 @@ class EpisodeScreen(Screen[None]):
 
     def action_show_tab(self, name: str) -> None:
         self.show_tab(name)
+        if name == "findings":  # 2: straight to the list, so j/k and Enter work on it
+            self.query_one(FindingsList).focus()
 
     def action_copy_line(self) -> None:
         event = self.timeline.cursor_event

@@ -19,7 +19,8 @@ from smoldata_tui.session.metadata import EpisodeMetadata, is_trace_name, load_m
 from smoldata_tui.trace import Severity, Verdict, analyze_path
 from smoldata_tui.trace.text import clip, neutralize
 
-COLUMNS = ("trace", "task", "verdict", "steps", "calls", "findings", "grade", "date")
+# Each column says one thing: the wrapper's verdict (accepted, or why not), counts, the grader's reward.
+COLUMNS = ("trace", "task", "training wrapper", "steps", "tool calls", "findings", "grade", "started")
 MAX_TRACES = 5000  # a folder with more is not a folder of episodes; say so instead of hanging
 
 
@@ -95,11 +96,13 @@ def verdict_cell(row: TraceRow) -> Text:
     if verdict is None:
         return Text("reading\u2026", "dim italic")
     if verdict.failure is None:
-        return Text(f"\u2713 {verdict.native_tool_calls}", "bold green")
-    name = type(verdict.failure.exception).__name__
+        return Text("\u2713 accepted", "bold green")
+    exception = verdict.failure.exception
+    # The reason, not only the exception's class: "Incomplete OpenCode event stream", "'callID'"
+    reason = neutralize(str(exception), keep_newlines=False) or type(exception).__name__
     if verdict.failure.crashes:
-        return Text(f"crash: {name}", "bold red")
-    return Text(f"None: {name}", "yellow")
+        return Text(clip(f"crash: {type(exception).__name__}: {reason}", 48), "bold red")
+    return Text(clip(f"None: {reason}", 48), "yellow")
 
 
 def findings_cell(row: TraceRow) -> Text:
@@ -139,8 +142,10 @@ class PickerScreen(Screen[None]):
         Binding("pagedown", "move(10)", "Page down", show=False),
         Binding("pageup", "move(-10)", "Page up", show=False),
         Binding("enter", "open", "Open"),
+        Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_or_quit", "Clear the filter (or quit)"),
-        Binding("f1", "help", "Keys"),
+        Binding("question_mark,f1", "help", "Keys"),
+        Binding("q", "quit", "Quit"),
     ]
     DEFAULT_CSS = """
     PickerScreen > #picker-title { height: 1; padding: 0 1; background: $panel; }
@@ -159,9 +164,9 @@ class PickerScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         folder = neutralize(str(self.folder), keep_newlines=False)
-        title = Text(f" traces in {folder}  (type to filter, Enter opens, Esc clears / quits)", "bold")
+        title = Text(f" traces in {folder}  (Enter opens, / filters, ? keys, q quits)", "bold")
         yield Static(title, id="picker-title")
-        yield Input(placeholder="type to filter (name, task, model, verdict); Enter opens", id="picker-filter")
+        yield Input(placeholder="/ to filter (name, task, model, verdict); Enter opens, Esc clears", id="picker-filter")
         table: DataTable = DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static(id="picker-status")
@@ -170,7 +175,7 @@ class PickerScreen(Screen[None]):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns(*COLUMNS)
-        self.query_one(Input).focus()
+        table.focus()  # keys act; typing goes into the filter only after /
         self._scan()
 
     # --- reading the folder -------------------------------------------------------------------
@@ -265,12 +270,20 @@ class PickerScreen(Screen[None]):
 
         self.app.push_screen(EpisodeScreen(path, follow=self.follow, speed=self.speed, from_picker=True))
 
+    def action_filter(self) -> None:
+        self.query_one(Input).focus()
+
     def action_clear_or_quit(self) -> None:
         search = self.query_one(Input)
         if search.value:
             search.value = ""
+        elif search.has_focus:
+            self.query_one(DataTable).focus()
         else:
             self.app.exit()
+
+    def action_quit(self) -> None:
+        self.app.exit()
 
     def action_help(self) -> None:
         from smoldata_tui.ui.screens.help import HelpScreen
