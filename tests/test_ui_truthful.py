@@ -112,3 +112,25 @@ async def test_the_launch_form_names_its_fields_and_fits_80_by_24(tmp_path):
         error = str(app.screen.query_one("#launch-error").render())
         assert "model field" in error and "--" not in error
         assert app.focused is app.screen.query_one("#model")
+
+
+async def test_at_80_columns_the_header_keeps_the_verdict_on_its_second_line():
+    app = replay_app(REAL / "killed_mid_tool.jsonl")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await loaded(pilot)
+        assert screen_lines(app)[1].lstrip().startswith("verdict")
+        assert "native_tool_calls = 1" in screen_lines(app)[1]
+
+
+async def test_every_theme_draws_the_header_in_its_own_colours():
+    app = replay_app(REAL / "bash_timeout.jsonl")
+    async with app.run_test(size=(160, 45), notifications=True) as pilot:
+        await loaded(pilot)
+        for theme in sorted(app.available_themes):
+            app.theme = theme
+            await pilot.pause(0.05)
+            assert "native_tool_calls = 1" in screen_lines(app)[1], theme  # drawn, no missing colour
+        app.theme = "textual-light"
+        await pilot.pause(0.05)
+        badge = next(s for s in app.screen.query_one("#header").render().spans if "on" in str(s.style))
+        assert str(badge.style).endswith("on #4ebf71")  # the light theme's success colour, not ANSI green
