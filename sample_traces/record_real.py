@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -104,6 +104,41 @@ def _sleeping(b: TraceBuilder) -> None:
     b.step_finish("stop")
 
 
+def _cut_by_length(b: TraceBuilder) -> None:
+    b.step_start()
+    b.bash(f"head -3 {CSV}", "")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.text("Looking at the rows, the region with the highest 2024 revenue is clearly the one that")
+    b.step_finish("length")
+
+
+def _empty_answer(b: TraceBuilder) -> None:
+    b.step_start()
+    b.bash(f"head -3 {CSV}", "")
+    b.step_finish("tool-calls")
+    b.step_start()  # the model answers with nothing at all: no text, no call
+    b.step_finish("stop")
+
+
+def _bash_timeout(b: TraceBuilder) -> None:
+    b.step_start()
+    b.text("Let me wait for the data to settle.")
+    b.tool("bash", {"command": "sleep 30 && echo done", "description": "Wait for the data", "timeout": 2000}, "")
+    b.step_finish("tool-calls")
+    b.step_start()
+    b.text("The command timed out; stopping here.")
+    b.step_finish("stop")
+
+
+def _stream_without_finish(b: TraceBuilder) -> None:
+    # Every answer is cut without a finish reason (see Scenario.drop_finish_reason).
+    for _ in range(400):
+        b.step_start()
+        b.text("Still working on it.")
+        b.step_finish("stop")
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -112,6 +147,9 @@ class Scenario:
     timeout_s: float = 120
     cancel_after_s: float | None = None
     harness: str = "builtin"
+    drop_finish_reason: bool = False  # the replay model's streams end without a finish_reason
+    turn_delay_s: float = 0.0  # the replay model waits this long before each answer
+    save_export: bool = False  # also keep the `opencode export` document the episode read
 
 
 SCENARIOS = [
@@ -123,6 +161,15 @@ SCENARIOS = [
     Scenario("timeout", "the agent's wall-clock limit (12 s) hit during `sleep 300`", _sleeping, timeout_s=12),
     Scenario("opencode_env_run", "the passing run driven by opencode_env's own factory (transparent proxy "
              "mode), with its proxy trace (`opencode_env_run.proxy.jsonl`)", _passing, harness="opencode-env"),  # fmt: skip
+    Scenario("finish_length", "the answer is cut off by the length limit (step_finish `length`)", _cut_by_length),
+    Scenario("empty_response", "the model answers with nothing: a step with no text and no call", _empty_answer),
+    Scenario("bash_timeout", "a bash call given `timeout: 2000` runs `sleep 30`: OpenCode stops it and still "
+             "calls it completed", _bash_timeout),  # fmt: skip
+    Scenario("stream_dropped", "the provider's stream ends without a finish reason: OpenCode repeats steps "
+             "ending `unknown` until the wall-clock limit (100 s) kills it", _stream_without_finish,
+             timeout_s=100, drop_finish_reason=True, turn_delay_s=2.0),  # fmt: skip
+    Scenario("export_document", "the passing run, with the `opencode export` document of its session "
+             "(`export_document.export.json`): not a trace, but the viewer opens it", _passing, save_export=True),  # fmt: skip
 ]
 
 
@@ -143,9 +190,17 @@ def record(scenario: Scenario, work: Path) -> dict:
     scenario.script(builder)
     recording = work / f"{scenario.name}.recording.jsonl"
     recording.write_bytes(builder.dumps())
+    endpoint = open_endpoint(model=f"replay:{recording}")
+    server = endpoint.replay
+    server.turn_delay_s = scenario.turn_delay_s
+    if scenario.drop_finish_reason:
+        server.script.turns = [replace(turn, finish_reason=None) for turn in server.script.turns]
+    exported: list[str] = []
+    if scenario.save_export:
+        _keep_exports(exported)
     spec = EpisodeSpec(
         task=load_task(default_task_root() / "sales-top-region"),
-        endpoint=open_endpoint(model=f"replay:{recording}"),
+        endpoint=endpoint,
         timeout_s=scenario.timeout_s,
         save_dir=work / "runs",
         harness=scenario.harness,
@@ -164,7 +219,26 @@ def record(scenario: Scenario, work: Path) -> dict:
         shutil.copyfile(result.trace_path.with_name(meta["proxy_trace"]), OUT / f"{scenario.name}.proxy.jsonl")
         meta["proxy_trace"] = f"{scenario.name}.proxy.jsonl"
     (OUT / f"{scenario.name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    if exported:
+        (OUT / f"{scenario.name}.export.json").write_text(exported[-1], encoding="utf-8")
     return row_for(scenario)
+
+
+def _keep_exports(into: list[str]) -> None:
+    """Keep what `opencode export` prints, verbatim, when the episode's own export step runs it."""
+    import shlex
+
+    from smoldata_tui.session import episode as episode_module
+
+    original = episode_module.export_session
+
+    def export_session(sandbox, opencode, session_id, env, scrub=str):
+        result = sandbox.exec(f"{shlex.quote(opencode)} export {shlex.quote(session_id)}", envs=env, timeout=60)
+        if result.exit_code == 0:
+            into.append(scrub(result.stdout))
+        return original(sandbox, opencode, session_id, env, scrub=scrub)
+
+    episode_module.export_session = export_session
 
 
 def row_for(scenario: Scenario) -> dict:
@@ -215,6 +289,12 @@ def main() -> int:
         "opencode-env`, transparent proxy mode, the local backend), recorded with `envs/opencode_env` of",
         f"{OPENCODE_ENV_REPO} at commit `{OPENCODE_ENV_COMMIT}` on PYTHONPATH (the package",
         "is not on PyPI). Its proxy trace lies beside it and shows in the viewer's episode tab.",
+        "",
+        "The failure shapes were recorded the same way, the scripted model answering as each shape needs:",
+        "`finish_length` with finish reason `length`, `empty_response` with an empty message, `bash_timeout`",
+        "with a bash call whose `timeout` input is 2000 ms, `stream_dropped` with streams that end without",
+        "any finish reason (2 s apart, until the 100 s limit), and `export_document.export.json` is what",
+        "`opencode export <sessionID>` printed, verbatim, when the episode's own recovery step ran it.",
         "",
         "| trace | what it shows | status | exit code | verdict | grade | recovered calls |",
         "|---|---|---|---|---|---|---|",

@@ -2,7 +2,8 @@
 
 Stage progress goes to stderr, events to stdout. The last stdout line is a JSON object with
 ``task``, ``status``, ``exit_code``, ``native_tool_calls``, ``findings`` (counts by severity),
-``grade`` (``env_reward``, or null with the grader error), ``trace`` (the saved path),
+``grade`` (``env_reward``, or null with the grader error), ``trace`` (the saved path), for a
+replay ``divergences`` (one line per place the replay stopped matching its recording),
 ``capture_level`` and ``training_trace`` (``run.training.json``'s path, or null).
 Exit 0 when the agent finished and its answer was graded (whatever the grade), 1 when not (a
 timeout, a cancel, an infrastructure failure said in one line, a grader that could not grade),
@@ -26,6 +27,7 @@ from typing import TextIO
 
 from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec
 from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
+from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.tasks import TaskError, default_task_root, load_task
 from smoldata_tui.trace import TraceAnalysis
 from smoldata_tui.trace.reader import HUGE_LINE_BYTES, HUGE_PREFIX_BYTES
@@ -141,7 +143,7 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "capture_level": result.metadata.capture.get("level"),  # null with --no-capture
         "training_trace": str(result.trace_path.with_name(training)) if (training := result.metadata.capture.get("training_trace")) else None,
         "recovered_calls": len(result.recovered),
-        "divergences": len(result.divergences),
+        "divergences": [describe_divergence(record) for record in result.divergences],
         "caps_hit": list(result.metadata.caps_hit),
         "error": str(result.error) if result.error else None,
     }
@@ -265,6 +267,8 @@ def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     printer.finish()
+    for record in result.divergences:
+        print(f"[replay] diverged: {describe_divergence(record, limit=160)}", file=err, flush=True)
     printer.print_line(json.dumps(summary_json(result, printer), ensure_ascii=False))
     if result.error is not None:
         print(f"smoldata-tui run: {result.error}", file=err)

@@ -241,3 +241,29 @@ def test_headless_cli_usage_errors(tmp_path, cli):
     assert bad.returncode == 2 and "task.toml" in bad.stderr
     assert "Traceback" not in missing.stderr + no_key.stderr + bad.stderr
 
+
+
+def test_the_readme_demo_replays_with_no_divergence_and_grade_1(tmp_path, cli, sandboxes):
+    """Exactly the README's replay line (with a --save folder of its own)."""
+    readme = (SAMPLES.parent / "README.md").read_text()
+    line = next(text.strip() for text in readme.splitlines() if text.startswith("smoldata-tui run --task") and "replay:" in text)
+    arguments = line.split()[1:] + ["--save", str(tmp_path / "runs")]
+    done = cli(*arguments, timeout=300)
+    assert done.returncode == 0, done.stderr
+    final = json.loads(done.stdout.strip().splitlines()[-1])
+    assert final["divergences"] == [], final["divergences"]
+    assert final["grade"]["env_reward"] == 1.0 and final["status"] == "finished"
+    assert "diverged" not in done.stderr
+    assert not (Path(final["trace"]).parent / "run.divergence.json").exists()
+
+
+def test_a_diverging_replay_says_what_diverged_on_the_headless_line(tmp_path, cli, sandboxes):
+    # clean_pass.jsonl was written for a sales_2024.csv and pandas: today's task has neither.
+    done = cli(
+        "run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}",
+        "--save", str(tmp_path / "runs"), "--headless", timeout=300,
+    )  # fmt: skip
+    final = json.loads(done.stdout.strip().splitlines()[-1])
+    assert final["divergences"] and all(isinstance(item, str) for item in final["divergences"])
+    assert any("bash" in item and "recorded" in item and "now" in item for item in final["divergences"])
+    assert "[replay] diverged:" in done.stderr

@@ -58,6 +58,7 @@ def episodes(draw):
     for session in range(draw(st.integers(1, 3))):
         builder = TraceBuilder(session_id=f"ses_{session}", start_ms=1767225600000 + session * 5000)
         realistic_episode(builder, steps=draw(st.integers(1, 6)), rng=rng, output_bytes=200)
+        kept = []
         for event in builder.events:  # damage some events the ways real logs go wrong
             roll = rng.random()
             part = event.get("part", {})
@@ -67,6 +68,12 @@ def episodes(draw):
                 event["timestamp"] -= 100000
             elif roll < 0.10 and event["type"] == "step_start":
                 part["messageID"] = "msg_shared"
+            elif roll < 0.14 and event["type"] == "step_finish":
+                part["reason"] = rng.choice(["unknown", "length"])  # a dropped stream, a cut-off answer
+            elif roll < 0.20 and event["type"] in ("text", "reasoning", "tool_use"):
+                continue  # left out: some steps become empty answers
+            kept.append(event)
+        builder.events[:] = kept
         data += builder.dumps()
         if draw(st.booleans()):
             data += draw(st.sampled_from([b"npm warn x\n", b"\n", b'{"type":"done"}\n', b"42\n"]))

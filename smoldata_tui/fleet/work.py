@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from smoldata_tui.fleet.summary import EpisodeSummary, add_metadata, from_report, unreadable
 from smoldata_tui.trace.analysis import TraceReport, analyze_path
+from smoldata_tui.trace.export_doc import account_for_export
 from smoldata_tui.trace.parallel import analyze_path_parallel
 
 
@@ -19,6 +20,7 @@ def analyze_trace(path: str, *, big: bool = False) -> tuple[TraceReport | None, 
     """
     try:
         report = analyze_path_parallel(path) if big else analyze_path(path)[0]
+        report = account_for_export(path, report)  # an `opencode export` document is said to be one
     except OSError as exc:
         return None, unreadable(path, exc)
     from smoldata_tui.training.config_findings import sidecar_findings

@@ -24,7 +24,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["DivergenceLog", "normalise_result", "WORKDIR_PLACEHOLDER"]
+__all__ = ["DIVERGENCE_FILE", "DivergenceLog", "describe_divergence", "load_divergences", "normalise_result",
+           "WORKDIR_PLACEHOLDER"]
+
+DIVERGENCE_FILE = "run.divergence.json"  # beside a replayed episode's trace, when it diverged
 
 WORKDIR_PLACEHOLDER = "<workdir>"
 # A bash/read output cut by OpenCode ends with the path of the full output, a fresh tool id
@@ -89,3 +92,41 @@ class DivergenceLog:
                     self._file = open(self._path, "a", encoding="utf-8")  # noqa: SIM115 - open until close()
                 self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
                 self._file.flush()
+
+
+def _first_difference(recorded: str, now: str) -> tuple[str, str]:
+    """The first line where the two results differ (each side's, stripped)."""
+    old, new = recorded.splitlines() or [""], now.splitlines() or [""]
+    for position in range(max(len(old), len(new))):
+        left = old[position].strip() if position < len(old) else "(nothing)"
+        right = new[position].strip() if position < len(new) else "(nothing)"
+        if left != right:
+            return left or "(blank line)", right or "(blank line)"
+    return old[0].strip(), new[0].strip()
+
+
+def describe_divergence(record: dict, limit: int = 70) -> str:
+    """One line saying what diverged: the turn, the tool and the first line that differs."""
+    from smoldata_tui.trace.text import clip, neutralize
+
+    def shown(value: object) -> str:
+        return clip(neutralize(str(value), keep_newlines=False), limit)
+
+    turn = record.get("turn")
+    step = f"step {turn + 1}" if isinstance(turn, int) else "a step"
+    if record.get("kind") == "extra_request":
+        return f"{step}: the run asked for more than the recording's {shown(record.get('recorded_turns'))} steps"
+    if record.get("kind") == "result_changed":
+        was, now = _first_difference(str(record.get("recorded") or ""), str(record.get("now") or ""))
+        return f"{step} {shown(record.get('tool'))}: recorded \u201c{shown(was)}\u201d, now \u201c{shown(now)}\u201d"
+    return f"{step}: {shown(record.get('kind'))}"
+
+
+def load_divergences(trace_path: str | os.PathLike[str]) -> list[dict]:
+    """The divergences saved beside a replayed episode's trace ([] when there are none or it is unreadable)."""
+    path = Path(trace_path).with_name(DIVERGENCE_FILE)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []

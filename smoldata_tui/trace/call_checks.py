@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from smoldata_tui.trace.finding import Finding, Severity
@@ -9,6 +10,27 @@ from smoldata_tui.trace.parse import shared_nan
 from smoldata_tui.trace.text import clip
 
 AddFinding = Callable[..., Finding]
+
+# What OpenCode 1.18.31's bash tool appends to the output of a command its own `timeout` killed
+# (status stays "completed", metadata.exit is null).
+_BASH_TIMEOUT = re.compile(r"terminated command after exceeding timeout (\d+) ms")
+
+
+def bash_timeout_ms(part: dict) -> int | None:
+    """The timeout (ms) that killed this bash call, or None when it was not killed by one."""
+    if part.get("tool") != "bash":
+        return None
+    state = part.get("state")
+    if type(state) is not dict or state.get("status") != "completed":
+        return None
+    metadata = state.get("metadata")
+    if type(metadata) is dict and metadata.get("exit") is not None:
+        return None
+    output = state.get("output")
+    if type(output) is not str or "<shell_metadata>" not in output:
+        return None
+    found = _BASH_TIMEOUT.search(output, output.rfind("<shell_metadata>"))
+    return int(found.group(1)) if found else None
 
 
 def _falsy_name(value: object) -> str:
@@ -105,6 +127,8 @@ class CallChecks:
                 code = metadata.get("exit")
                 if code and type(code) is int:
                     add("nonzero_exit", Severity.INFO, line, index, f"{_tool_name(part)} exited with {code}")
+                elif code is None:
+                    self._timed_out(line, index, part, state)
         elif status == "error":
             add(
                 "tool_error",
@@ -123,6 +147,22 @@ class CallChecks:
                 index,
                 f"{_tool_name(part)} call never finished: status {clip(repr(status), 30)}",
             )
+
+    def _timed_out(self, line: int, index: int, part: dict, state: dict) -> None:
+        timeout = bash_timeout_ms(part)
+        if timeout is None:
+            return
+        tool_input = state.get("input")
+        command = tool_input.get("command") if type(tool_input) is dict else None
+        shown = f" `{clip(str(command).splitlines()[0] if command else '', 60)}`" if command else ""
+        self._add(
+            "bash_timeout",
+            Severity.WARNING,
+            line,
+            index,
+            f"bash{shown} was killed by its own timeout ({timeout:,} ms) before it finished; OpenCode still "
+            "records the call as completed (exit code null)",
+        )
 
     def _bad_state(self, line: int, index: int, part: dict, state: object) -> None:
         if "state" not in part:

@@ -14,7 +14,9 @@ from smoldata_tui.trace.steps import StepTracker, message_id_of_part
 from smoldata_tui.trace.text import clip
 
 KNOWN_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
-_QUIET_TYPES = frozenset({"text", "reasoning"})  # known types with nothing to check
+# step_finish reasons with a finding of their own (the AI SDK's names)
+_CUT_OFF = "length"
+_NO_FINISH_REASON = "unknown"  # the provider's stream closed without a finish reason
 
 __all__ = ["KNOWN_TYPES", "Finding", "FindingsCollector", "Severity"]
 
@@ -40,7 +42,14 @@ class FindingsCollector:
         self._last_ts_line = 0
         self._events = 0
         self._step_finishes = 0
+        self._said: set[object] = set()  # messageIDs of open steps that produced text, reasoning or a call
+        # messageID -> the empty_response finding of its first step_finish (None: not empty); only
+        # that one can be claimed by text an earlier part of the stream saw (see merge)
+        self._first_finish: dict[object, Finding | None] = {}
+        self._dropped: list | None = None  # [first line, first event, count] of step_finish reason "unknown"
         self._by_kind = {
+            "text": self._content,
+            "reasoning": self._content,
             "tool_use": self._tool_use,
             "step_start": self._step_start,
             "step_finish": self._step_finish,
@@ -130,7 +139,7 @@ class FindingsCollector:
         handler = self._by_kind.get(kind) if type(kind) is str else None
         if handler is not None:
             handler(line, index, event, timestamp)
-        elif type(kind) is not str or kind not in _QUIET_TYPES:
+        else:
             self._unknown_type(line, index, kind)
 
     def _step_start(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
@@ -165,9 +174,34 @@ class FindingsCollector:
             first_line,
         )
 
+    def _content(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
+        self._said.add(message_id_of(event))
+
     def _step_finish(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
         self._step_finishes += 1
         message_id = message_id_of(event)
+        part = event.get("part")
+        reason = part.get("reason") if type(part) is dict else None
+        if reason == _NO_FINISH_REASON:
+            if self._dropped is None:
+                self._dropped = [line, index, 1]
+            else:
+                self._dropped[2] += 1
+        elif reason == _CUT_OFF:
+            self.add(
+                "finish_length",
+                Severity.WARNING,
+                line,
+                index,
+                "the model's answer was cut off by the length limit (step_finish reason `length`): "
+                "it hit its output-token cap mid-answer",
+            )
+        empty = None
+        if message_id in self._said:
+            self._said.discard(message_id)
+        elif reason != _NO_FINISH_REASON:
+            empty = self._empty_response(line, index)
+        self._first_finish.setdefault(message_id, empty)
         orphan = self.steps.finish(message_id, line, index, timestamp)
         if orphan is not None:
             orphan.finding = self.add(
@@ -178,7 +212,17 @@ class FindingsCollector:
                 f"step_finish for message {clip(str(message_id), 40)} has no step_start",
             )
 
+    def _empty_response(self, line: int, index: int) -> Finding:
+        return self.add(
+            "empty_response",
+            Severity.WARNING,
+            line,
+            index,
+            "the model's answer was empty: this step has no text, no reasoning and no tool call",
+        )
+
     def _tool_use(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
+        self._said.add(message_id_of(event))
         self.calls.tool_use(line, index, event)
 
     def _error(self, line: int, index: int, event: dict, timestamp: float | None = None) -> None:
@@ -221,6 +265,8 @@ class FindingsCollector:
         if self._first_ts is not None:
             timestamp, line, index = self._first_ts
             self._first_ts = (timestamp, line, index + base)
+        if self._dropped is not None:
+            self._dropped[1] += base
 
     def merge(self, later: FindingsCollector) -> None:
         """Continue with the next part of the stream, analysed on its own (events already shifted).
@@ -237,6 +283,20 @@ class FindingsCollector:
             dropped.add(id(orphan.finding))
         # sessions are judged against the first of the whole stream
         dropped.update(id(f) for f in later.findings if f.kind == "multiple_sessions")
+        # a step whose text or call is in this part and whose step_finish is in the later one
+        for message_id, finding in later._first_finish.items():
+            if message_id in self._said:  # this part's text answers that step_finish
+                self._said.discard(message_id)
+                if finding is not None:
+                    dropped.add(id(finding))
+                    finding = None
+            self._first_finish.setdefault(message_id, finding)
+        self._said |= later._said
+        if later._dropped is not None:
+            if self._dropped is None:
+                self._dropped = list(later._dropped)
+            else:
+                self._dropped[2] += later._dropped[2]
         for session, (line, index) in later._sessions.items():
             if session not in self._sessions:
                 self._sessions[session] = (line, index)
@@ -271,6 +331,17 @@ class FindingsCollector:
         if self._events == 0:
             self.add("empty_stream", Severity.ERROR, None, None, "the trace holds no events")
             return
+        if self._dropped is not None:
+            line, index, count = self._dropped
+            steps = f"{count} steps ended" if count > 1 else "a step ended"
+            self.add(
+                "stream_dropped",
+                Severity.ERROR,
+                line,
+                index,
+                f"{steps} with finish reason `unknown` (first here): the provider's stream closed without a "
+                "finish reason, and OpenCode 1.18.31 then repeats the step until it is killed",
+            )
         for name, (line, index, count) in self._unknown.items():
             times = f" ({count} lines, first here)" if count > 1 else ""
             self.add(

@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 import orjson
 
 from smoldata_tui.trace.analysis import MALFORMED, NOT_AN_OBJECT
+from smoldata_tui.trace.call_checks import bash_timeout_ms
 from smoldata_tui.trace.findings import Finding
 from smoldata_tui.trace.parse import parse_exactly
 from smoldata_tui.trace.text import clip
 
 TITLE_LIMIT = 400  # characters kept of a row's title: more never fits a terminal row
 UNFINISHED = "unfinished"  # the status shown for a call that never reached completed/error
+TIMED_OUT = "timed out"  # a bash call its own timeout killed (OpenCode says "completed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +180,8 @@ def _tool_summary(part: dict) -> EventSummary:
         headline = _first_line(title) if title else digest
         return EventSummary(title=headline, detail=f"status {status_text}", status=UNFINISHED, duration_ms=duration)
     headline = _first_line(title) if title else digest
+    if status == "completed" and bash_timeout_ms(part) is not None:
+        status = TIMED_OUT
     return EventSummary(
         title=headline,
         detail=digest if title and digest != headline else "",
@@ -391,6 +395,11 @@ _BADGES = {
     "last_step_unfinished": "last step open",
     "unknown_event_type": "unknown type",
     "error_event": "error",
+    "bash_timeout": "timed out",
+    "finish_length": "cut off",
+    "empty_response": "empty answer",
+    "stream_dropped": "no finish reason",
+    "export_document": "export doc",
 }
 
 

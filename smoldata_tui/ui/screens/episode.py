@@ -13,11 +13,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
+from smoldata_tui.session.replay_divergence import describe_divergence, load_divergences
 from smoldata_tui.trace import Stats, Verdict
 from smoldata_tui.trace.text import neutralize
 from smoldata_tui.ui.filtering import NO_FILTER, EventFilter
 from smoldata_tui.ui.gc_tuning import LoadFreezer
 from smoldata_tui.ui.screens.episode_detail import DetailController
+from smoldata_tui.ui.screens.episode_export import open_export
+from smoldata_tui.ui.screens.episode_live_rows import LiveRows, ProcessProbe, live_rows, recovered_rows
 from smoldata_tui.ui.screens.episode_playback import PlaybackController
 from smoldata_tui.ui.screens.episode_search import SearchController, SearchProgress
 from smoldata_tui.ui.screens.episode_status import header_state, status_line
@@ -81,6 +84,7 @@ class EpisodeScreen(Screen[None]):
         self.stats = Stats()
         self.verdict: Verdict | None = None
         self.metadata: EpisodeMetadata | None = None
+        self.divergences: list[dict] = []  # a replayed episode's, from the file beside the trace
         self.progress = ""
         self.notice = ""
         self.panel_wanted: bool | None = None  # None: decided by the terminal width
@@ -89,6 +93,13 @@ class EpisodeScreen(Screen[None]):
         self._status_text: Text | None = None
         self.freezer = LoadFreezer()
         self.search = SearchController(self)
+        # Set by the live screen: the shell-tool commands running in the sandbox now.
+        self.process_probe: ProcessProbe | None = None
+        self._processes: list = []
+        # An `opencode export` document is shown through its converted events (only a saved file).
+        self.export = open_export(self.path) if not self.live else None
+        if self.export is not None:
+            self.notice = self.export.notice()
 
     # --- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -98,6 +109,7 @@ class EpisodeScreen(Screen[None]):
             with Vertical(id="main"):
                 yield TimelineHeader(timeline, id="columns")
                 yield timeline
+                yield LiveRows(id="live-rows")
                 yield Static(id="status-line")
                 yield FindBar(id="find-bar")
             with TabbedContent(id="side", initial=TABS["detail"]):
@@ -113,7 +125,8 @@ class EpisodeScreen(Screen[None]):
                     yield TrainingPanel(self.path, lambda: (self.model.events, self.model.count), self.source.read,
                                         id="training")  # fmt: skip
         yield Footer()
-        yield TraceFollower(self.path, follow=self.follow, release_limit=0 if self.speed is not None else None)
+        followed = self.export.converted if self.export is not None else self.path
+        yield TraceFollower(followed, follow=self.follow, release_limit=0 if self.speed is not None else None)
 
     @property
     def timeline(self) -> Timeline:
@@ -126,11 +139,19 @@ class EpisodeScreen(Screen[None]):
     def on_mount(self) -> None:
         self.timeline.focus()
         self.refresh_header()
+        self._update_live_rows()
+        if self.follow:
+            self.set_interval(1.0, self._tick)
+        if self.export is not None:
+            self.tell(self.export.notice(), title="Not a run --format json stream", severity="warning", timeout=12)
+            self._update_status()
         if self.playback is not None:
             self.playback.start()
 
     def on_unmount(self) -> None:
         self.source.close()
+        if self.export is not None:
+            self.export.close()
         self.freezer.release()  # or the picker's next episode would keep this one in memory
 
     def on_resize(self) -> None:
@@ -157,7 +178,8 @@ class EpisodeScreen(Screen[None]):
         timeline.invalidate(summaries=True)
         timeline.rows_changed(0)
         self.search.reset()
-        self.notice = message.notice or ""  # a "waiting for the file" notice is over too
+        # a "waiting for the file" notice is over too; what an export document is stays said
+        self.notice = message.notice or (self.export.notice() if self.export is not None else "")
         if message.notice:
             self.tell(message.notice, title="Trace reset", severity="warning", timeout=8)
         self._update_status()
@@ -180,6 +202,8 @@ class EpisodeScreen(Screen[None]):
             self.query_one(FindingsPanel).set_findings(model.findings, model.finding_count)
             self._label_tab("findings", f"Findings ({model.finding_count:,})")
         self.stats, self.verdict, self.finished = message.stats, message.verdict, message.finished
+        if self.export is not None:
+            self.verdict = self.export.verdict
         if self.query_one(TabbedContent).active == TABS["stats"]:
             self.query_one(StatsPanel).set_stats(message.stats)
         if message.finished or message.file_size == 0 or (message.caught_up and self.live):
@@ -191,15 +215,19 @@ class EpisodeScreen(Screen[None]):
         self.search.grew()
         self.refresh_header()
         self._update_status()
+        if added or message.finished:
+            self._update_live_rows()
         self.freezer.loaded(model.count, message.caught_up)
 
     @on(TraceFollower.MetadataChanged)
     def _metadata(self, message: TraceFollower.MetadataChanged) -> None:
         self.metadata = message.metadata
+        self.divergences = load_divergences(self.path)  # written just before the metadata's last version
         self.query_one(EpisodePanel).set_metadata(message.metadata, metadata_path_for(self.path).name, message.problems,
-                                                  folder=self.path.parent)  # fmt: skip
+                                                  folder=self.path.parent, divergences=self.divergences)  # fmt: skip
         graded = message.metadata is not None and message.metadata.grade is not None
         self._label_tab("episode", "Grade" if graded else "Episode")
+        self._update_live_rows()
         for problem in message.problems:
             self.tell(problem, title="Episode metadata", severity="warning", timeout=8)
         self.refresh_header()
@@ -214,6 +242,34 @@ class EpisodeScreen(Screen[None]):
         self.notice = message.reason
         self.tell(message.reason, title="Cannot read the trace", severity="error", timeout=15)
         self._update_status()
+
+    # --- what the stream does not show (yet) -------------------------------------------------
+    def _tick(self) -> None:
+        """While the episode runs, elapsed times move and the open step says what it is doing."""
+        if self.finished:
+            return
+        self.refresh_header()
+        model = self.model
+        step_open = model.count > 0 and model.record(model.count - 1).kind not in ("step_finish", "error")
+        if self.process_probe is not None and step_open:
+            self.run_worker(self._probe, thread=True, exclusive=True, group="process-probe", exit_on_error=False)
+        self._update_live_rows()
+
+    def _probe(self) -> None:
+        processes = list(self.process_probe()) if self.process_probe is not None else []
+        self.app.call_from_thread(self._probed, processes)
+
+    def _probed(self, processes: list) -> None:
+        self._processes = processes
+        self._update_live_rows()
+
+    def _update_live_rows(self) -> None:
+        running = self.follow and not self.finished and (self.metadata is None or self.metadata.status in (None, "running"))
+        text = live_rows(self.model, running=running, processes=self._processes if running else ())
+        recovered = recovered_rows(self.metadata)
+        if recovered.plain:
+            text = recovered if not text.plain else Text("\n").join([text, recovered])
+        self.query_one(LiveRows).show(text)
 
     # --- header and status line ---------------------------------------------------------------
     def refresh_header(self) -> None:
@@ -232,6 +288,7 @@ class EpisodeScreen(Screen[None]):
             finished=self.finished,
             live=self.live,
             activity=activity,
+            divergences=tuple(describe_divergence(record) for record in self.divergences),
         )
 
     def _update_status(self) -> None:
@@ -413,6 +470,8 @@ class EpisodeScreen(Screen[None]):
 
     def action_show_tab(self, name: str) -> None:
         self.show_tab(name)
+        if name == "findings":  # 2: straight to the list, so j/k and Enter work on it
+            self.query_one(FindingsList).focus()
 
     def action_copy_line(self) -> None:
         event = self.timeline.cursor_event

@@ -10,6 +10,7 @@ from smoldata_tui.session.metadata import EpisodeMetadata, effective_status
 from smoldata_tui.trace import Stats, Verdict
 from smoldata_tui.trace.summary import infer_status
 from smoldata_tui.trace.text import clip
+from smoldata_tui.ui.screens.episode_live_rows import live_elapsed_ms
 from smoldata_tui.ui.timeline_model import TimelineModel
 from smoldata_tui.ui.widgets.header import HeaderState
 
@@ -34,8 +35,12 @@ def header_state(
     finished: bool,
     live: bool,
     activity: str,
+    divergences: tuple[str, ...] = (),
 ) -> HeaderState:
-    if metadata is not None and metadata.duration_s is not None:
+    running_for = live_elapsed_ms(metadata) if live and not finished else None
+    if running_for is not None:
+        elapsed = running_for  # the wall clock: a long tool call writes nothing for minutes
+    elif metadata is not None and metadata.duration_s is not None:
         elapsed = metadata.duration_s * 1000
     else:
         elapsed = stats.wall_time_ms if stats.first_timestamp is not None else None
@@ -51,6 +56,7 @@ def header_state(
         severity_counts=dict(model.severity_counts),
         activity=activity,
         final=finished,
+        divergences=divergences,
     )
 
 

@@ -105,13 +105,33 @@ class HomeScreen(Screen[None]):
         self.query_one("#home-episodes", Static).update(self._episodes_line())
 
 
+# The endpoint's messages speak to the command line; the form names its own fields instead.
+_FLAG_WORDS = (
+    ("pass --model NAME (or --model replay:TRACE to replay a recorded episode)",
+     "fill in the model field (a model name, or replay:TRACE to replay a recorded episode)", "model"),
+    ("pass --base-url URL or set SANDBOX_VLLM_URL", "fill in the base URL field or set SANDBOX_VLLM_URL", "base-url"),
+    ("pass --api-key KEY or set SANDBOX_VLLM_KEY", "fill in the API key field or set SANDBOX_VLLM_KEY", "api-key"),
+)
+
+
+def form_words(message: str) -> tuple[str, str | None]:
+    """``message`` with command-line flags replaced by the form's field names, and that field's id."""
+    for flag_words, field_words, field in _FLAG_WORDS:
+        if flag_words in message:
+            return message.replace(flag_words, field_words), field
+    if message.startswith("replay:"):
+        return "model field: " + message, "model"
+    return message, None
+
+
 class LaunchForm(ModalScreen[None]):
     """Backend, model, endpoint, timeout, harness. The key field is a password field, never echoed."""
 
     BINDINGS = [Binding("escape", "dismiss_form", "Back")]
     DEFAULT_CSS = """
     LaunchForm { align: center middle; }
-    LaunchForm > Vertical { width: 90; height: auto; padding: 1 2; border: thick $accent; background: $surface; }
+    LaunchForm > Vertical { width: 90; max-width: 100%; height: auto; max-height: 100%; overflow-y: auto;
+                            padding: 1 2; border: thick $accent; background: $surface; }
     LaunchForm Input, LaunchForm Select { margin-bottom: 1; }
     LaunchForm #launch-error { color: $error; height: auto; }
     LaunchForm Horizontal { height: auto; }
@@ -165,7 +185,8 @@ class LaunchForm(ModalScreen[None]):
             if not (math.isfinite(timeout) and timeout > 0):  # nan and inf parse as floats
                 raise ValueError
         except ValueError:
-            self._error("the timeout must be a positive number of seconds")
+            self._error("the timeout field must hold a positive number of seconds")
+            self.query_one("#timeout", Input).focus()
             return
         backend = str(self.query_one("#backend", Select).value)
         if backend == "daytona" and not has_api_key():
@@ -176,7 +197,10 @@ class LaunchForm(ModalScreen[None]):
                 model=value["model"] or None, base_url=value["base-url"] or None, api_key=value["api-key"] or None
             )
         except EndpointError as exc:
-            self._error(str(exc))
+            message, field = form_words(str(exc))
+            self._error(message)
+            if field:
+                self.query_one(f"#{field}", Input).focus()
             return
         harness = str(self.query_one("#harness", Select).value)
         spec = EpisodeSpec(task=self.launch_task, endpoint=endpoint, backend=backend, timeout_s=timeout,

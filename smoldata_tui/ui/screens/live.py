@@ -22,7 +22,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Log, Static
 
 from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec, stages_for
+from smoldata_tui.session.replay_divergence import describe_divergence
+from smoldata_tui.session.secret_scrub import SecretScrubber
+from smoldata_tui.trace.summary import format_duration
 from smoldata_tui.trace.text import clip, neutralize
+
+TICK_S = 1.0  # elapsed times move at least this often
 
 _STATE_STYLE = {"started": "bold cyan", "progress": "cyan", "done": "green", "failed": "bold red", "skipped": "dim"}
 
@@ -110,6 +115,9 @@ class LiveScreen(Screen[None]):
         self._timeline_shown = False
         self.follower = None  # the open timeline's TraceFollower, woken when new bytes arrive
         self.ended = threading.Event()  # the runner's thread is done: sandbox released, metadata saved
+        self._stage_started: dict[str, float] = {}  # stages running now -> when they started (monotonic)
+        self._scrubber = SecretScrubber([spec.endpoint.api_key])
+        self.divergences: list[str] = []  # one line per divergence of a replay, as they happen
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), id="live-header")
@@ -130,6 +138,27 @@ class LiveScreen(Screen[None]):
         if watch is not None:
             watch(self)  # the app stops it on every way out, even once this screen is gone
         self.run_worker(self._run, thread=True, exclusive=True, group="episode", name="episode")
+        self.set_interval(TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        """Elapsed times keep moving while nothing is said (a long tool call, a slow model)."""
+        if not self.running:
+            return
+        now = time.monotonic()
+        table = self.query_one(DataTable)
+        for name, started in self._stage_started.items():
+            table.update_cell(name, "elapsed", Text(f"{now - started:.0f}s"))
+        self._check_divergences()
+        self.query_one("#live-header", Static).update(self._header())
+
+    def _check_divergences(self) -> None:
+        records = self.spec.endpoint.divergences()  # the replay model's, as they happen ([] otherwise)
+        if len(records) == len(self.divergences):
+            return
+        for record in records[len(self.divergences) :]:
+            line = self._scrubber.text(describe_divergence(record))
+            self.divergences.append(line)
+            self._log_line(f"replay diverged: {line}")
 
     def _run(self) -> None:
         try:
@@ -151,6 +180,10 @@ class LiveScreen(Screen[None]):
             self.app.notify(clip(f"{message.name}: {message.state} {message.message}", 200), severity="warning")
             return
         style = _STATE_STYLE.get(message.state, "")
+        if message.state in ("started", "progress"):
+            self._stage_started.setdefault(message.name, time.monotonic() - message.elapsed_s)
+        else:
+            self._stage_started.pop(message.name, None)
         table.update_cell(message.name, "state", Text(message.state, style=style))
         table.update_cell(message.name, "elapsed", Text(f"{message.elapsed_s:.1f}s"))
         if message.message:
@@ -165,9 +198,12 @@ class LiveScreen(Screen[None]):
             return
         text = message.message or message.state
         line = f"{message.elapsed_s:7.1f}s  {message.name}: {text}" if message.message else f"{message.name}: {text}"
-        self.query_one("#stage-log", Log).write_line(neutralize(clip(line, 400), keep_newlines=False))
+        self._log_line(line)
         if message.message.startswith("Daytona") and self._timeline_shown and self.app.screen is not self:
             self.app.notify(clip(neutralize(message.message, keep_newlines=False), 200), severity="warning")
+
+    def _log_line(self, line: str) -> None:
+        self.query_one("#stage-log", Log).write_line(neutralize(clip(line, 400), keep_newlines=False))
 
     def on_trace_opened(self, message: TraceOpened) -> None:
         self.trace_path = message.path
@@ -176,6 +212,9 @@ class LiveScreen(Screen[None]):
     def on_episode_ended(self, message: EpisodeEnded) -> None:
         self.running = False
         self.result = message.result
+        self._stage_started.clear()
+        if message.result is not None:  # the final list, scrubbed by the episode
+            self.divergences = [describe_divergence(record) for record in message.result.divergences]
         self.query_one("#live-header", Static).update(self._header())
         self.query_one("#live-outcome", Static).update(self._outcome(message))
         if self._quit_after:
@@ -189,8 +228,18 @@ class LiveScreen(Screen[None]):
 
         self._timeline_shown = True
         timeline = EpisodeScreen(self.trace_path, follow=True, from_picker=True)
+        timeline.process_probe = self._running_commands
         self.app.push_screen(timeline, self._timeline_closed)
         self.call_after_refresh(self._find_follower, timeline)
+
+    def _running_commands(self) -> list:
+        """The shell-tool commands running in the sandbox now (called from a worker thread)."""
+        from smoldata_tui.ui.screens.episode_live_rows import probe_sandbox
+
+        if not self.running:
+            return []
+        # The episode keeps its sandbox private; it is only read here, never acted on.
+        return probe_sandbox(getattr(self.episode, "_sandbox", None))
 
     def _find_follower(self, timeline) -> None:
         from smoldata_tui.ui.trace_follower import TraceFollower
@@ -237,6 +286,10 @@ class LiveScreen(Screen[None]):
         text.append(f"{spec.task.name}", style="bold")
         text.append(f"  model {clip(spec.endpoint.label, 60)}  backend {spec.backend}  ")
         text.append(status, style="bold cyan" if self.running else "bold")
+        if self.running:
+            text.append(f"  elapsed {format_duration((time.monotonic() - self._started) * 1000) or '0s'}")
+        if self.divergences:
+            text.append(f"  replay diverged ({len(self.divergences)})", style="bold yellow")
         if self.trace_path is not None:
             text.append(f"  saving to {clip(str(self.trace_path.parent), 80)}", style="dim")
         return text
@@ -255,6 +308,13 @@ class LiveScreen(Screen[None]):
                 text.append(f" · env_reward {result.grade.env_reward:g}", style="bold green" if result.grade.env_reward else "bold red")
         if result.recovered:
             text.append(f" · {len(result.recovered)} unfinished call(s) recovered from opencode export", style="yellow")
+        if self.divergences:
+            text.append(f" · the replay diverged from its recording {len(self.divergences)} time(s):", style="bold yellow")
+            for line in self.divergences[:5]:
+                text.append(f"\n    ! {clip(line, 150)}", style="yellow")
+            if len(self.divergences) > 5:
+                text.append(f"\n    … {len(self.divergences) - 5} more in the timeline's Episode tab", style="yellow")
+            text.append("\n")
         if result.error is not None:
             text.append(f" · {clip(str(result.error), 160)}", style="red")
         text.append("   (t: timeline, q: quit)", style="dim")

@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.session.proxy_trace import ProxyTurn, load_proxy_trace, summary_line
 from smoldata_tui.trace.text import byte_size, clip, neutralize
 
@@ -52,13 +53,34 @@ def grade_text(metadata: EpisodeMetadata) -> Text:
     return text
 
 
-def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: list[str]) -> Text:
+def divergence_text(metadata: EpisodeMetadata | None, divergences: list[dict]) -> Text:
+    """What a replay did differently from its recording (nothing for an episode that is no replay)."""
+    text = Text()
+    if divergences:
+        text.append(f"Replay diverged from its recording ({len(divergences)})\n", "bold underline yellow")
+        text.append("The grade is of what happened now, not of what was recorded.\n", "dim")
+        for record in divergences:
+            text.append(f"! {describe_divergence(record, limit=200)}\n", "yellow")
+            if record.get("kind") == "result_changed":
+                for label in ("recorded", "now"):
+                    text.append(f"  {label:<9}", "bold")
+                    text.append(clip(neutralize(str(record.get(label) or ""), keep_newlines=False), 300) + "\n", "dim")
+        text.append("\n")
+    elif metadata is not None and (metadata.model or "").startswith("replay") and metadata.status == "finished":
+        text.append("Replay: no divergences", "bold green")
+        text.append(" (every recorded call gave its recorded result)\n\n", "dim")
+    return text
+
+
+def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: list[str],
+                  divergences: list[dict] | None = None) -> Text:  # fmt: skip
     text = Text()
     if metadata is None:
         text.append(f"No episode metadata ({meta_name} not found beside the trace).\n", "dim")
         text.append("Status and elapsed time are inferred from the trace itself.\n", "dim")
     else:
         text.append_text(grade_text(metadata))
+        text.append_text(divergence_text(metadata, divergences or []))
         text.append("Episode\n", "bold underline")
         for name in (
             "task",
@@ -135,8 +157,8 @@ class EpisodePanel(VerticalScroll):
         yield Static(Text("Looking for the episode metadata…", "dim"), id="episode-text")
 
     def set_metadata(self, metadata: EpisodeMetadata | None, meta_name: str, problems: list[str],
-                     folder: Path | None = None) -> None:  # fmt: skip
-        shown = metadata_text(metadata, meta_name, problems)
+                     folder: Path | None = None, divergences: list[dict] | None = None) -> None:  # fmt: skip
+        shown = metadata_text(metadata, meta_name, problems, divergences)
         self.query_one("#episode-text", Static).update(shown)
         if metadata is not None and metadata.proxy_trace and folder is not None:
             # A proxy trace holds every request body: read it off the UI thread.

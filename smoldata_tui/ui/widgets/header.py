@@ -37,6 +37,7 @@ class HeaderState:
     severity_counts: dict[Severity, int] = field(default_factory=dict)
     activity: str = ""  # loading 45% / following / ▶ playback 2×
     final: bool = False  # the verdict is final (the whole stream has been read)
+    divergences: tuple[str, ...] = ()  # a replay's divergences, one line each
 
 
 def verdict_text(verdict: Verdict | None) -> Text:
@@ -44,11 +45,11 @@ def verdict_text(verdict: Verdict | None) -> Text:
         return Text("verdict: reading the trace…", "dim")
     badge = clip(verdict.badge(), 300)
     if verdict.failure is None:
-        style = "bold green"
+        style = "bold $success-badge"
     elif verdict.failure.crashes:
-        style = "bold white on red"
+        style = "bold $error-badge"
     else:
-        style = "bold black on yellow"
+        style = "bold $warning-badge"
     text = Text("verdict ", "dim")
     text.append(f" {badge} ", style)
     return text
@@ -70,7 +71,12 @@ def header_text(state: HeaderState, width: int) -> Text:
         text.append(format_duration(state.elapsed_ms) or "0ms")
     if state.grade:
         text.append("  ")
-        text.append(clip(state.grade, 30), "bold cyan")
+        text.append(clip(state.grade, 30), "bold $accent")
+    if state.divergences:
+        count = len(state.divergences)
+        text.append("  ")
+        text.append(f" replay diverged{f' ({count})' if count > 1 else ''} ", "bold $warning-badge")
+        text.append(" " + clip(state.divergences[0], 120), "$warning")
     text.append("\n")
     text.append_text(verdict_text(state.verdict))
     if state.verdict is not None and not state.final:
@@ -78,9 +84,9 @@ def header_text(state: HeaderState, width: int) -> Text:
     text.append(f"   {state.events:,} events", "dim")
     counts = state.severity_counts
     if counts.get(Severity.ERROR):
-        text.append(f"  \u2717 {counts[Severity.ERROR]}", "bold red")
+        text.append(f"  \u2717 {counts[Severity.ERROR]}", "bold $error")
     if counts.get(Severity.WARNING):
-        text.append(f"  ! {counts[Severity.WARNING]}", "yellow")
+        text.append(f"  ! {counts[Severity.WARNING]}", "$warning")
     if counts.get(Severity.INFO):
         text.append(f"  \u00b7 {counts[Severity.INFO]}", "dim")
     if state.activity:
@@ -94,4 +100,40 @@ class EpisodeHeader(Widget):
     state: reactive[HeaderState] = reactive(HeaderState, always_update=False)
 
     def render(self) -> Text:
-        return header_text(self.state, self.size.width)
+        # Each of the two lines is cut to the width: a long first line must not push the verdict away.
+        width = max(1, self.size.width - 2)
+        lines = header_text(self.state, width).split("\n")
+        for line in lines:
+            line.truncate(width, overflow="ellipsis")
+        text = Text("\n").join(lines)
+        return themed(text, self.app.theme_variables)
+
+
+def themed(text: Text, variables: dict[str, str]) -> Text:
+    """Resolve ``$name`` colours in the spans' styles from the current theme (light and ANSI ones
+    too); ``$name-badge`` is the theme's background colour on that colour."""
+    from rich.style import Style
+    from textual.color import Color
+
+    def colour(name: str):
+        try:
+            return Color.parse(variables[name]).rich_color
+        except Exception:  # noqa: BLE001 - a theme without it: the terminal's default colour
+            return None
+
+    def resolve(style: object) -> object:
+        if not isinstance(style, str) or "$" not in style:
+            return style
+        result = Style()
+        for word in style.split():
+            if word.startswith("$") and word.endswith("-badge"):
+                result += Style(color=colour("background"), bgcolor=colour(word[1:-6]))
+            elif word.startswith("$"):
+                name = f"text-{word[1:]}" if f"text-{word[1:]}" in variables else word[1:]
+                result += Style(color=colour(name))
+            else:
+                result += Style.parse(word)
+        return result
+
+    text.spans = [span._replace(style=resolve(span.style)) for span in text.spans]
+    return text

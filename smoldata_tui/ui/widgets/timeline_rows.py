@@ -16,7 +16,7 @@ from rich.text import Text
 
 from smoldata_tui.trace import EventRecord, Finding, Severity
 from smoldata_tui.trace.analysis import MALFORMED, NOT_AN_OBJECT
-from smoldata_tui.trace.summary import UNFINISHED, EventSummary, finding_badge, format_duration, format_offset
+from smoldata_tui.trace.summary import TIMED_OUT, UNFINISHED, EventSummary, finding_badge, format_duration, format_offset
 from smoldata_tui.trace.text import neutralize
 
 TYPE_WIDTH = 11
@@ -49,7 +49,7 @@ class RowStyles:
 
 COMPACT_BELOW = 120  # rows narrower than this get short type and status names
 SHORT_KINDS = {"step_start": "start", "step_finish": "finish", "tool_use": "tool", "reasoning": "think"}
-SHORT_STATUS = {"completed": "\u2713", "error": "\u2717 err", UNFINISHED: "OPEN"}
+SHORT_STATUS = {"completed": "\u2713", "error": "\u2717 err", UNFINISHED: "OPEN", TIMED_OUT: "timeout"}
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,8 @@ def _status_style(status: str | None, styles: RowStyles) -> Style:
         return styles.error
     if status == UNFINISHED:
         return styles.unfinished
+    if status == TIMED_OUT:
+        return styles.warning
     return Style()
 
 

@@ -1,0 +1,166 @@
+"""Rows under the timeline for what the stream cannot show yet, or never will.
+
+OpenCode writes a ``tool_use`` only when the call ends and nothing at all when it is killed, so
+during a long call the last row is a ``step_start`` and the screen would look frozen. While an
+episode runs, :func:`live_rows` says what is going on, inferred from the open step and the
+sandbox's processes (and says that it is inferred). Once the agent was killed, the calls it
+left running (recovered from ``opencode export``) are listed the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widget import Widget
+
+from smoldata_tui.session.metadata import EpisodeMetadata, parse_time
+from smoldata_tui.trace.summary import format_duration
+from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.ui.timeline_model import TimelineModel
+
+_ENDED_STEP = ("step_finish", "error")
+
+
+@dataclass(frozen=True)
+class RunningCommand:
+    """A command the agent's shell tool is running, as the sandbox's process list shows it."""
+
+    command: str
+    seconds: float | None  # how long it has run, when the listing says
+
+
+ProcessProbe = Callable[[], Sequence[RunningCommand]]
+
+
+def live_rows(model: TimelineModel, *, running: bool, processes: Sequence[RunningCommand] = (),
+              now_ms: float | None = None) -> Text:  # fmt: skip
+    """The inferred row of a step still in progress ("" when the last step has ended)."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if not running or model.count == 0:
+        return text
+    last = model.record(model.count - 1)
+    if last.kind in _ENDED_STEP or last.step == 0:
+        return text
+    now_ms = time.time() * 1000 if now_ms is None else now_ms
+    started = model.step_started.get(last.step)
+    since = last.timestamp if last.timestamp is not None else started
+    text.append(" \u22ef ", "bold reverse")
+    if processes:
+        oldest = max(processes, key=lambda p: p.seconds or 0)
+        how_long = f" for {format_duration(oldest.seconds * 1000)}" if oldest.seconds is not None else ""
+        text.append(f" tool running: bash `{clip(neutralize(oldest.command, keep_newlines=False), 80)}`{how_long}", "bold")
+        if len(processes) > 1:
+            text.append(f" (+{len(processes) - 1} more)", "dim")
+        text.append(f"  step {last.step} · inferred from the sandbox's processes", "dim italic")
+    else:
+        waited = f" {format_duration(max(0.0, now_ms - since))}" if since is not None else ""
+        text.append(f" model thinking\u2026{waited}", "bold")
+        text.append(f"  step {last.step} · inferred: the step started and nothing has been written since", "dim italic")
+    return text
+
+
+def recovered_rows(metadata: EpisodeMetadata | None) -> Text:
+    """The calls that were running when the agent was stopped (never in the stream)."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    calls = metadata.recovered_calls if metadata is not None else []
+    for position, call in enumerate(calls):
+        if position:
+            text.append("\n")
+        tool_input = call.get("input") if isinstance(call.get("input"), dict) else {}
+        what = tool_input.get("command") or tool_input.get("filePath") or ""
+        text.append(" \u2717 killed while running ", "bold reverse red")
+        text.append(f" {clip(neutralize(str(call.get('tool')), keep_newlines=False), 20)}", "bold red")
+        if what:
+            text.append(f" `{clip(neutralize(str(what), keep_newlines=False), 50)}`", "bold")
+        stopped = metadata.status or "stopped"
+        text.append(f"  recovered from opencode export: status {clip(str(call.get('status')), 20)} when the agent "
+                    f"was {stopped}; the stream never shows it", "dim italic")  # fmt: skip
+    return text
+
+
+class LiveRows(Widget):
+    """The rows under the timeline; redrawn every second without laying the screen out again
+    (only a change in the number of rows does that)."""
+
+    DEFAULT_CSS = "LiveRows { height: 0; }"
+
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        self._text = Text()
+
+    def show(self, text: Text) -> None:
+        if text == self._text:
+            return
+        rows = len(text.plain.splitlines()) if text.plain else 0
+        if rows != (len(self._text.plain.splitlines()) if self._text.plain else 0):
+            self.styles.height = rows
+        self._text = text
+        self.refresh()
+
+    def render(self) -> Text:
+        return self._text
+
+
+def live_elapsed_ms(metadata: EpisodeMetadata | None) -> float | None:
+    """Wall-clock time since the episode started, while it runs."""
+    if metadata is None or metadata.status not in (None, "running"):
+        return None
+    started = parse_time(metadata.started_at)
+    return None if started is None else max(0.0, (time.time() - started.timestamp()) * 1000)
+
+
+# --- the sandbox's processes ----------------------------------------------------------------------
+# pid, parent pid, elapsed seconds and command line of every process; `ps` where there is one,
+# /proc otherwise (then without elapsed times).
+LIST_PROCESSES = (
+    "ps -eo pid=,ppid=,etimes=,args= 2>/dev/null || for d in /proc/[0-9]*; do "
+    "read -r pid _ _ ppid _ < $d/stat 2>/dev/null && c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null) "
+    "&& [ -n \"$c\" ] && echo \"$pid $ppid - $c\"; done"
+)
+_SHELLS = ("bash", "sh", "zsh", "dash")
+
+
+def shell_tool_commands(listing: str) -> list[RunningCommand]:
+    """The shell-tool commands (``bash -c CMD``) that OpenCode started, in a process listing."""
+    processes: dict[str, tuple[str, str, str]] = {}  # pid -> (ppid, elapsed, args)
+    for line in listing.splitlines():
+        fields = line.split(None, 3)
+        if len(fields) == 4:
+            processes[fields[0]] = (fields[1], fields[2], fields[3])
+    # OpenCode itself: its binary, or a script of that name run by an interpreter
+    agents = {pid for pid, (_, _, args) in processes.items()
+              if any(word.rsplit("/", 1)[-1] == "opencode" for word in args.split(" ", 2)[:2])}  # fmt: skip
+    found = []
+    for pid, (ppid, elapsed, args) in processes.items():
+        words = args.split(" ", 2)
+        if len(words) < 3 or words[0].rsplit("/", 1)[-1] not in _SHELLS or words[1] not in ("-c", "-lc"):
+            continue
+        if not _descends_from(pid, agents, processes):
+            continue
+        found.append(RunningCommand(words[2].strip(), float(elapsed) if elapsed.isdigit() else None))
+    return found
+
+
+def _descends_from(pid: str, ancestors: set[str], processes: dict[str, tuple[str, str, str]]) -> bool:
+    seen = set()
+    while pid in processes and pid not in seen:
+        seen.add(pid)
+        pid = processes[pid][0]
+        if pid in ancestors:
+            return True
+    return False
+
+
+def probe_sandbox(sandbox: object) -> list[RunningCommand]:
+    """The shell-tool commands running in ``sandbox`` now ([] when it cannot say)."""
+    exec_ = getattr(sandbox, "exec", None)
+    if exec_ is None:
+        return []
+    try:
+        result = exec_(LIST_PROCESSES, timeout=10)
+    except Exception:  # noqa: BLE001 - a guess that fails is no guess; the row says "thinking"
+        return []
+    return shell_tool_commands(result.stdout or "") if result.exit_code == 0 else []
