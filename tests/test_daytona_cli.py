@@ -91,7 +91,7 @@ def test_a_signalled_run_saves_what_it_has_and_deletes_its_sandbox(tmp_path, loc
     if how == signal.SIGTERM:
         assert json.loads(out.strip().splitlines()[-1])["status"] == "cancelled"
     else:
-        assert proc.returncode == 130 and "the sandbox was released" in stderr
+        assert proc.returncode == 130 and "the sandbox released" in stderr
 
 
 def test_a_crash_after_create_still_deletes_the_sandbox(tmp_path, local_daytona, own_cache):

@@ -42,7 +42,8 @@ def assert_judged_correct(done: subprocess.CompletedProcess, summary: dict, loca
     trace = open(summary["trace"], "rb").read()
     assert summary["native_tool_calls"] == seed_outcome(trace).calls == seed_outcome(PASSING.read_bytes()).calls == 3
     assert local_daytona.sandbox_ids() == []
-    assert "Traceback" not in done.stderr
+    # No crash of ours: a replay's divergence lines may quote the agent's own tracebacks.
+    assert not any(line.startswith("Traceback") for line in done.stderr.splitlines()), done.stderr[-3000:]
 
 
 def test_a_sample_task_end_to_end_on_a_daemon_like_server(tmp_path, local_daytona):
