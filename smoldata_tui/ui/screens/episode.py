@@ -217,6 +217,7 @@ class EpisodeScreen(Screen[None]):
         self._update_status()
         if added or message.finished:
             self._update_live_rows()
+            self.query_one(TrainingPanel).trace_grew()
         self.freezer.loaded(model.count, message.caught_up)
 
     @on(TraceFollower.MetadataChanged)

@@ -179,15 +179,17 @@ class TrainingPanel(Vertical):
             table.add_column(Text(label, justify="right" if key != "tools" else "left"), key=key)
         self._show_charts(False)
         self.reload()
-        self.set_interval(1.0, self._trace_grew)
+        self.set_interval(1.0, self._watch_file)
 
-    def _trace_grew(self) -> None:
-        """Steps appear as the trace loads (or is followed): relink the turns when it grew. A live
-        episode writes its training trace when it ends: read it when it appears."""
+    def _watch_file(self) -> None:
+        """A live episode writes its training trace when it ends: read it when it appears."""
         if self.view is None and self.loaded and self.path.is_file():
             self.loaded = False
             self.reload()
-        elif self.view is not None and self.view.turns and self._records()[1] != self._links_for:
+
+    def trace_grew(self) -> None:
+        """The screen read more events: relink the turns to the steps that now exist."""
+        if self.view is not None and self.view.turns and self._records()[1] != self._links_for:
             cursor = self.query_one(TurnTable).cursor_row
             self._fill_table()
             self.select_turn(cursor)
