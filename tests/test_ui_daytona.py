@@ -67,7 +67,12 @@ async def test_a_daytona_run_shows_remote_stages_retries_and_its_grade(tmp_path,
         await pilot.press("q")
 
 
-async def test_sigterm_during_a_daytona_run_saves_and_deletes_before_exiting(tmp_path, local_daytona):
+async def test_sigterm_during_a_daytona_run_saves_and_deletes_before_exiting(tmp_path, local_daytona, monkeypatch):
+    from smoldata_tui.ui import live_app
+
+    ended_process = []  # the exit watchdog must stand down once Textual has returned: this process goes on
+    monkeypatch.setattr(live_app, "EXIT_GRACE_S", 0.5)
+    monkeypatch.setattr(live_app.os, "_exit", ended_process.append)
     app = LiveApp(daytona_spec(_sleeping_recording(tmp_path), tmp_path / "runs"))
     async with app.run_test(size=(140, 45)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240)  # the capture proxy imports openenv first
@@ -79,6 +84,8 @@ async def test_sigterm_during_a_daytona_run_saves_and_deletes_before_exiting(tmp
         await wait_for(pilot, lambda: app._exit_renderables is not None or not app.screen_stack or app.return_code is not None, 10)
     assert screen.result.status == "cancelled"
     assert local_daytona.sandbox_ids() == []
+    app._exit_watchdog.join(5)
+    assert not app._exit_watchdog.is_alive() and ended_process == []
 
 
 async def test_the_launch_form_offers_daytona_and_says_when_the_key_is_missing(tmp_path, monkeypatch):

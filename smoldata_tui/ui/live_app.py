@@ -44,6 +44,8 @@ class LiveApp(App[None]):
         self.collector = QuietCollector()
         self.live_screens: list = []  # every LiveScreen started, kept after Textual drops its screens
         self._terminal_lost = False
+        self.unmounted = threading.Event()  # Textual has returned: a stop signal's watchdog stands down
+        self.stop_status: int | None = None  # 128 + the stop signal, once one came
 
     def watch_episode(self, screen) -> None:
         self.live_screens.append(screen)
@@ -69,7 +71,8 @@ class LiveApp(App[None]):
         if signum == signal.SIGHUP and not self._terminal_lost:
             self._terminal_lost = True
             detach_from_terminal()
-        exit_when_saved(self, 128 + signum)
+        self.stop_status = 128 + signum
+        exit_when_saved(self, self.stop_status)
         self.terminate(reason)
 
     def terminate(self, reason: str = "quit") -> None:
@@ -91,6 +94,7 @@ class LiveApp(App[None]):
             self.exit()
 
     def on_unmount(self) -> None:
+        self.unmounted.set()
         self.collector.stop()
         loop = asyncio.get_running_loop()
         for sig in STOP_SIGNALS:
@@ -113,15 +117,17 @@ def detach_from_terminal() -> None:
 
 def exit_when_saved(app: LiveApp, status: int) -> None:
     """After a stop signal: once every episode has saved and released its sandbox, give Textual
-    :data:`EXIT_GRACE_S` to return, then end the process (a signal must never leave it behind)."""
+    :data:`EXIT_GRACE_S` to return, then end the process (a signal must never leave it behind).
+    Once Textual has returned, the rest of the exit is :func:`_run_guarded`'s to bound: the
+    process may go on (an app run by a test) and must not be ended from here."""
     if getattr(app, "_exit_watchdog", None) is not None:
         return
 
     def watchdog() -> None:
         for screen in list(app.live_screens):
             screen.ended.wait(EPISODE_STOP_S)
-        threading.Event().wait(EXIT_GRACE_S)
-        os._exit(status)
+        if not app.unmounted.wait(EXIT_GRACE_S):
+            os._exit(status)
 
     app._exit_watchdog = threading.Thread(target=watchdog, name="exit-watchdog", daemon=True)
     app._exit_watchdog.start()
@@ -157,6 +163,19 @@ def _run_guarded(app: LiveApp) -> None:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            if app.stop_status is not None:
+                _end_process_after(EXIT_GRACE_S, app.stop_status)
+
+
+def _end_process_after(seconds: float, status: int) -> None:
+    """A stop signal ends the process: should the interpreter's own exit hang (a thread that
+    does not end), end it after ``seconds``."""
+
+    def guard() -> None:
+        threading.Event().wait(seconds)
+        os._exit(status)
+
+    threading.Thread(target=guard, name="exit-guard", daemon=True).start()
 
 
 def run_home(tasks_root: str | None = None, runs: str = "runs") -> int:
