@@ -122,7 +122,11 @@ async def test_the_key_the_agent_writes_into_its_answer_reaches_no_saved_file_an
     recorder = Recorder()
     # A grader that echoes the answer, as the sample graders do in "got".
     task = load_task(default_task_root() / "sales-top-region")
-    episode = Episode(EpisodeSpec(task=task, endpoint=endpoint, timeout_s=300, save_dir=tmp_path / "runs"), recorder)
+    # Without capture the endpoint's key is in the sandbox's opencode.json, where the agent reads it
+    # (with capture only the capture session's id is there). A key with é cannot be sent as a header
+    # through the capture proxy: the CLI refuses it (test below).
+    spec = EpisodeSpec(task=task, endpoint=endpoint, timeout_s=300, save_dir=tmp_path / "runs", capture=False)
+    episode = Episode(spec, recorder)
     result = await asyncio.to_thread(episode.run)
     assert result.grade is not None and result.grade.report is not None, result.grade
     got = result.grade.report.get("got", "")
@@ -151,3 +155,11 @@ def _forms(key: str) -> list[str]:
     for _ in range(2):
         forms = [json.dumps(form, ensure_ascii=flag)[1:-1] for form in forms for flag in (False, True)] + forms
     return sorted(set(forms))
+
+
+def test_a_key_no_http_header_can_carry_is_a_usage_error_not_a_crash_in_the_proxy(cli):
+    done = cli("run", "--headless", "--task", "sales-top-region", "--model", "org/m", "--base-url",
+               "http://127.0.0.1:9/v1", "--api-key", HARD_KEY, timeout=60)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().endswith("the API key has characters an HTTP header cannot carry (only printable ASCII)")
+    assert "Traceback" not in done.stderr and HARD_KEY not in done.stderr + done.stdout

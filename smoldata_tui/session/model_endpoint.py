@@ -66,7 +66,14 @@ def open_endpoint(
         api_key = environ.get("SANDBOX_VLLM_KEY")
         if api_key is None:
             raise EndpointError("no API key: pass --api-key KEY or set SANDBOX_VLLM_KEY")
+    if not _sendable_in_a_header(api_key):
+        # It goes out as `Authorization: Bearer KEY`: httpx would fail deep in the capture proxy.
+        raise EndpointError("the API key has characters an HTTP header cannot carry (only printable ASCII)")
     return ModelEndpoint(base_url=base_url, model=model, api_key=api_key)
+
+
+def _sendable_in_a_header(value: str) -> bool:
+    return all(" " <= character <= "~" for character in value)
 
 
 def _replay(source: Path, divergence_path: Path | None) -> ModelEndpoint:
