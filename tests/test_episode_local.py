@@ -73,7 +73,7 @@ def processes_matching(text: str) -> list[str]:
 
 
 def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 300, tasks_root: Path | None = None,
-                cancel_after: float | None = None, capture: bool = True) -> tuple:  # fmt: skip
+                cancel_after: float | None = None, cancel_when=None, capture: bool = True) -> tuple:  # fmt: skip
     task = load_task((tasks_root or default_task_root()) / task_name)
     endpoint = open_endpoint(model=model)
     recorder = Recorder()
@@ -81,6 +81,15 @@ def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 300,
     episode = Episode(spec, recorder)
     if cancel_after is not None:
         threading.Timer(cancel_after, episode.cancel).start()
+    if cancel_when is not None:  # cancel once the condition holds (polled), or after 240 s regardless
+
+        def cancel_on_condition() -> None:
+            deadline = time.monotonic() + 240
+            while not cancel_when() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            episode.cancel()
+
+        threading.Thread(target=cancel_on_condition, daemon=True).start()
     return episode.run(), recorder
 
 
@@ -158,24 +167,24 @@ def _sleeping_recording(tmp_path: Path, marker: str = "done-sleeping") -> Path:
 
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
 def test_stopping_mid_tool_leaves_nothing_and_recovers_the_running_call(tmp_path, sandboxes, how):
-    recording = _sleeping_recording(tmp_path)
+    marker = f"stop-mid-tool-{os.getpid()}-{how}"
+    recording = _sleeping_recording(tmp_path, marker)
     started = time.monotonic()
-    # Without the capture proxy: its start (openenv's import, the probe) would make "8 s" land
-    # before the agent runs; cancelling through the proxy is covered in test_training_capture.py.
-    if how == "cancel":
-        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", cancel_after=8,
-                                       capture=False)  # fmt: skip
+    # Without the capture proxy (cancelling through it is covered in test_training_capture.py).
+    if how == "cancel":  # once the agent's `sleep 300` runs: the call is in flight
+        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs",
+                                       cancel_when=lambda: processes_matching(marker), capture=False)  # fmt: skip
     else:
         # --timeout counts from the episode start: leave the agent time to reach its call first
         result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", timeout=45,
                                        capture=False)  # fmt: skip
-    assert time.monotonic() - started < 90
+    assert time.monotonic() - started < 240  # not the 300 s the call would take
     assert result.status == ("cancelled" if how == "cancel" else "timeout")
     assert [(c.tool, c.status) for c in result.recovered] == [("bash", "running")]
     assert "sleep 300" in json.dumps(result.recovered[0].input)
     saved = json.loads(result.metadata_path.read_text())["recovered_calls"]
     assert [(call["tool"], call["status"], call["source"]) for call in saved] == [("bash", "running", "opencode export")]
-    assert processes_matching("sleep 300") == []
+    assert processes_matching(marker) == []
     assert sandbox_dirs(sandboxes) == []
     assert json.loads(result.metadata_path.read_text())["status"] == result.status
     if how == "cancel":
