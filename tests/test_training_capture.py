@@ -6,6 +6,7 @@ sandbox, the replay model speaking vLLM's token-id dialect and logging what reac
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -181,20 +182,21 @@ def test_a_cancelled_episode_keeps_its_training_record_and_stops_the_proxy(tmp_p
 
     from .test_episode_local import _sleeping_recording, processes_matching
 
-    endpoint, server = replay_endpoint(ReplayScript.from_trace(_sleeping_recording(tmp_path)))
+    marker = f"capture-cancel-{os.getpid()}"
+    endpoint, server = replay_endpoint(ReplayScript.from_trace(_sleeping_recording(tmp_path, marker)))
     spec = EpisodeSpec(task=load_task(default_task_root() / "sales-top-region"), endpoint=endpoint,
                        save_dir=tmp_path / "runs", timeout_s=300)  # fmt: skip
     episode = Episode(spec, Recorder())
 
     def cancel_inside_the_sleep() -> None:
-        while not agent_requests(server):
-            time.sleep(0.1)
-        time.sleep(3)  # the agent is now inside `sleep 300`
+        deadline = time.monotonic() + 240
+        while not processes_matching(marker) and time.monotonic() < deadline:  # the agent is inside its sleep
+            time.sleep(0.2)
         episode.cancel()
 
     threading.Thread(target=cancel_inside_the_sleep, daemon=True).start()
     result = episode.run()
-    assert result.status == "cancelled" and processes_matching("sleep 300") == []
+    assert result.status == "cancelled" and processes_matching(marker) == []
     capture = json.loads(result.metadata_path.read_text())["capture"]
     assert capture["level"] == "tokens" and capture["training_turns"] == 1, json.dumps(capture)  # the running call
     trace = load_training_trace(result.trace_path.parent / "run.training.json")

@@ -4,6 +4,7 @@ bubblewrap sandbox, answered by the replay model."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -71,10 +72,11 @@ async def test_a_live_episode_shows_stages_then_its_timeline_then_its_grade(tmp_
 
 
 async def test_cancel_asks_first_then_stops_the_agent_and_releases_everything(tmp_path, sandboxes):
-    app = LiveApp(spec_for(_sleeping_recording(tmp_path), tmp_path / "runs"))
+    marker = f"cancel-asks-{os.getpid()}"
+    app = LiveApp(spec_for(_sleeping_recording(tmp_path, marker), tmp_path / "runs"))
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240)  # the capture proxy imports openenv first
-        await pilot.pause(3)  # the agent is now inside `sleep 300`
+        await wait_for(pilot, lambda: processes_matching(marker), 240)  # the agent is inside its `sleep 300`
         await back_to_stages(pilot, app)
         await pilot.press("escape")
         assert isinstance(app.screen, ConfirmCancel)
@@ -87,13 +89,14 @@ async def test_cancel_asks_first_then_stops_the_agent_and_releases_everything(tm
         result = live_screen(app).result
         assert result.status == "cancelled" and result.grade is None
         assert [(call.tool, call.status) for call in result.recovered] == [("bash", "running")]
-        assert processes_matching("sleep 300") == []
+        assert processes_matching(marker) == []
         assert sandbox_dirs(sandboxes) == []
         await pilot.press("q")
 
 
 async def test_quitting_during_a_run_cancels_it_and_leaves_nothing(tmp_path, sandboxes):
-    app = LiveApp(spec_for(_sleeping_recording(tmp_path), tmp_path / "runs"))
+    marker = f"quit-during-{os.getpid()}"
+    app = LiveApp(spec_for(_sleeping_recording(tmp_path, marker), tmp_path / "runs"))
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240)  # the capture proxy imports openenv first
         await back_to_stages(pilot, app)
@@ -104,7 +107,7 @@ async def test_quitting_during_a_run_cancels_it_and_leaves_nothing(tmp_path, san
                 break
             await asyncio.sleep(0.1)
     assert screen.result.status == "cancelled"
-    assert processes_matching("sleep 300") == []
+    assert processes_matching(marker) == []
     assert sandbox_dirs(sandboxes) == []
 
 
