@@ -32,7 +32,7 @@ from smoldata_tui.ui.widgets.styles import set_virtual_size
 
 PROMPT = -1  # the item before every event: the task prompt, when one is known
 KINDS = frozenset({"step_start", "text", "reasoning", "tool_use", "error"})
-WINDOW = 25  # items drawn on each side of the selected one
+WINDOW = 12  # items drawn on each side of the selected one (a screenful, and some)
 GUTTER = 2  # the selected item's bar, and a space
 ITEM_CACHE = 256
 READ_LIMIT = 16 << 20  # a longer line is shown clipped by the timeline's detail pane, not here
@@ -74,6 +74,7 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
         self._tops: list[int] = []  # first row of each item of the window
         self._window = (0, 0)
         self._drawn_width = -1
+        self._drawing = False  # a redraw's own scrolling must not move the window again
 
     # --- the items ----------------------------------------------------------------------------
     def set_prompt(self, prompt: str | None, source: str) -> None:
@@ -197,7 +198,14 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
     def _draw(self, *, window: tuple[int, int] | None = None, keep_scroll: bool) -> None:
         if not self.is_mounted or self.size.width == 0:
             return
-        anchor = self._anchor() if keep_scroll else None
+        self._drawing = True
+        try:
+            self._draw_window(window, self._anchor() if keep_scroll else None)
+        finally:
+            self._drawing = False
+        self.refresh()
+
+    def _draw_window(self, window: tuple[int, int] | None, anchor: tuple[int, int] | None) -> None:
         lo, hi = window if window is not None else self._window
         self._window = (lo, hi)
         rows: list[Strip] = []
@@ -213,7 +221,6 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
             if event in self.items[lo:hi]:
                 top = tops[self.items.index(event, lo, hi) - lo]
                 self.scroll_to(y=max(0, top + offset), animate=False, force=True, immediate=True)
-        self.refresh()
 
     def _anchor(self) -> tuple[int, int] | None:
         """The item at the top of the view and how far into it (to keep it still on a redraw)."""
@@ -327,6 +334,8 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
 
     def _edge_reached(self) -> None:
         """Scrolling (the wheel, page keys) past the drawn window moves the window, not the selection."""
+        if self._drawing:
+            return
         lo, hi = self._window
         y, height = int(self.scroll_offset.y), self.scrollable_content_region.height
         if hi < len(self.items) and y + height >= len(self._rows) - 1:
