@@ -19,14 +19,22 @@ from rich.theme import Theme
 from textual.color import Color
 from textual.content import Content, Span
 from textual.style import Style as ContentStyle
+from textual.widgets import Static
+
+
+# Colours with a ``text-`` variant: text in $error is drawn in $text-error, made to be read on the
+# theme's background (darker on light themes), as resolve_style does.
+_TEXT_VARIANTS = frozenset({"$error", "$success", "$warning", "$accent", "$primary", "$secondary"})
 
 
 def _badge(style: str) -> str:
-    """``$success-badge`` → the theme's background on its success colour."""
-    words = []
+    """``$success-badge`` → the theme's background on its success colour; ``$error`` → ``$text-error``."""
+    words: list[str] = []
     for word in style.split():
         if word.startswith("$") and word.endswith("-badge"):
             words += ["$background", "on", word[:-6]]
+        elif word in _TEXT_VARIANTS and (not words or words[-1] != "on"):
+            words.append("$text-" + word[1:])
         else:
             words.append(word)
     return " ".join(words)
@@ -110,3 +118,13 @@ def rich_theme(variables: dict[str, str]) -> Theme:
     """A Rich theme whose ``conv.*`` and ``markdown.*`` styles are this Textual theme's colours."""
     styles = {name: resolve_style(style, variables) for name, style in CONVERSATION_STYLES.items()}
     return Theme(styles, inherit=True)
+
+
+class ThemedStatic(Static):
+    """A ``Static`` that draws Rich ``Text`` naming theme variables in the theme's colours (never markup)."""
+
+    def __init__(self, content: object = "", **kwargs) -> None:
+        super().__init__(themed_content(content) if isinstance(content, Text) else content, **kwargs)
+
+    def update(self, content: object = "", **kwargs) -> None:
+        super().update(themed_content(content) if isinstance(content, Text) else content, **kwargs)

@@ -25,6 +25,7 @@ from smoldata_tui.ui.screens.episode_live_rows import LiveRows, ProcessProbe, li
 from smoldata_tui.ui.screens.episode_playback import PlaybackController
 from smoldata_tui.ui.screens.episode_search import SearchController
 from smoldata_tui.ui.screens.episode_status import header_state, status_line
+from smoldata_tui.ui.theme_text import ThemedStatic
 from smoldata_tui.ui.timeline_model import TimelineModel
 from smoldata_tui.ui.trace_follower import TraceFollower
 from smoldata_tui.ui.widgets.conversation import ConversationView
@@ -115,7 +116,7 @@ class EpisodeScreen(EpisodeNavigation, Screen[None]):
                 yield TimelineHeader(timeline, id="columns")
                 yield timeline
                 yield LiveRows(id="live-rows")
-                yield Static(id="status-line")
+                yield ThemedStatic(id="status-line")
                 yield FindBar(id="find-bar")
             with TabbedContent(id="side", initial=TABS["detail"]):
                 with TabPane("Detail", id=TABS["detail"]):

@@ -14,14 +14,14 @@ from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.theme_text import themed
 
 STATUS_STYLE = {
-    "running": "bold green",
+    "running": "bold $success",
     "finished": "bold",
-    "killed": "bold red",
-    "timeout": "bold red",
-    "cancelled": "bold yellow",
-    "interrupted": "bold yellow",
-    "error": "bold red",
-    "empty": "bold red",
+    "killed": "bold $error",
+    "timeout": "bold $error",
+    "cancelled": "bold $warning",
+    "interrupted": "bold $warning",
+    "error": "bold $error",
+    "empty": "bold $error",
 }
 
 
