@@ -30,6 +30,9 @@ async def test_a_light_theme_draws_the_grade_and_findings_in_its_own_colours():
         assert reward, "the env_reward value is drawn"
         error = Color.parse(app.theme_variables["text-error"]).rich_color.triplet
         assert reward[0].style.color.triplet == error  # the theme's error colour, not ANSI red
+        # the timeline's dim columns (line, time: $text-muted, an "auto" colour) are dark on a light theme
+        dim, background = (screen.timeline.row_styles().dim.color.triplet, screen.timeline.row_styles().base.bgcolor.triplet)
+        assert sum(dim) < sum(background) - 200, (dim, background)
         app.theme = "textual-dark"
         await pilot.pause(0.2)
         reward = [s for s in segments_of(panel) if s.text.strip() == "0" and s.style and s.style.bold]

@@ -54,8 +54,13 @@ def themed_content(text: Text) -> Content:
 
 
 def _colour(variables: dict[str, str], name: str):
+    value = variables.get(name, "")
     try:
-        return Color.parse(variables[name]).rich_color
+        if value.startswith("auto"):  # "auto 60%" ($text-muted): the foreground, faded into the background
+            percent = value.split()[1].rstrip("%") if len(value.split()) > 1 else "100"
+            background, foreground = Color.parse(variables["background"]), Color.parse(variables["foreground"])
+            return background.blend(foreground, float(percent) / 100).rich_color
+        return Color.parse(value).rich_color
     except Exception:  # noqa: BLE001 - a theme without it: the terminal's default colour
         return None
 
