@@ -14,7 +14,7 @@ from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.ui.widgets.conversation import ConversationView
 
 from .conftest import SAMPLES
-from .test_ui_helpers import loaded, replay_app, screen_lines, timeline, write_trace
+from .test_ui_helpers import loaded, replay_app, screen_lines, wait_for, write_trace
 
 REAL = SAMPLES / "real"
 EDIT_DIFF = ("Index: /workdir/solve.py\n===================================================================\n"
@@ -56,7 +56,7 @@ async def test_a_real_run_reads_as_a_conversation_linked_to_the_timeline():
         assert "$ head -3 /home/user/input/sales.csv" in shown and "exit 0" in shown
         assert "order_id,order_date,region" in shown  # the command's output
         assert "write  /workdir/answer.txt" in shown and "1 West" in shown  # the file, with line numbers
-        assert "c Conversation" in screen_lines(app)[-1]  # said in the footer
+        await wait_for(pilot, lambda: "c Conversation" in screen_lines(app)[-1], what="the key in the footer")
         # conversation -> timeline: each j selects the next item (step 1 -> its text -> its bash call)
         assert screen.model.record(view.selected_event).kind == "step_start"
         await pilot.press("j", "j")
@@ -70,6 +70,11 @@ async def test_a_real_run_reads_as_a_conversation_linked_to_the_timeline():
         await pilot.pause(0.1)
         assert screen.model.record(view.selected_event).kind == "text"  # the answer, the last item at or before the end
         assert "West has the highest" in view.shown_text()
+        await pilot.press("question_mark")  # the help screen lists the tab's key and the view's own
+        await pilot.pause(0.2)
+        listed = {(entry.context, entry.keys, entry.description) for entry in app.screen.entries}
+        assert ("Episode", "c 6", "Conversation") in listed
+        assert ("Conversation", "Enter", "Fold / unfold the selected item's output") in listed
 
 
 async def test_calls_render_as_what_they_are_folded_and_inert_at_80_columns(tmp_path):
