@@ -20,6 +20,7 @@ from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
 
+from smoldata_tui.diff.detail import diff_line_kind
 from smoldata_tui.trace.call_checks import bash_timeout_ms
 from smoldata_tui.trace.summary import Parsed, error_text, format_duration, input_digest, pretty_json
 from smoldata_tui.ui.safe_text import safe_text
@@ -124,19 +125,14 @@ def diff_lines(part_input: dict, metadata: dict) -> list[str]:
     return list(difflib.unified_diff(old.split("\n"), new.split("\n"), lineterm="", n=2))[2:]
 
 
+_DIFF_STYLE = {"header": "conv.muted", "hunk": "conv.hunk", "added": "conv.add", "removed": "conv.remove", "plain": ""}
+
+
 def diff_text(lines: list[str], look: Look) -> list[RenderableType]:
     keep = EXPANDED_LINES if look.expanded else FOLDED_LINES * 2
     text = Text(overflow="fold")
     for line in lines[:keep]:
-        line = safe_text(line)
-        style = ""
-        if line.startswith("+"):
-            style = "conv.add"
-        elif line.startswith("-"):
-            style = "conv.remove"
-        elif line.startswith("@@"):
-            style = "conv.hunk"
-        text.append(line + "\n", style)
+        text.append(safe_text(line) + "\n", _DIFF_STYLE[diff_line_kind(line)])
     text.rstrip()
     parts: list[RenderableType] = [text]
     if len(lines) > keep:

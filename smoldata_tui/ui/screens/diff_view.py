@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.screen import Screen
 
 from smoldata_tui.diff import CHANGED, ONLY_A, ONLY_B, SAME, EpisodeDiff, SideFacts
-from smoldata_tui.diff.detail import PairDetail
+from smoldata_tui.diff.detail import PairDetail, diff_line_kind
 from smoldata_tui.trace.summary import format_duration
 from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.commands import EpisodeCommands
@@ -91,19 +91,13 @@ def header_lines(diff: EpisodeDiff, a: SideFacts, b: SideFacts) -> Text:
     return text
 
 
+_DIFF_STYLE = {"header": "muted", "hunk": "info", "added": "added", "removed": "removed", "plain": "plain"}
+
+
 def _diff_block(lines: list[str]) -> list[Block]:
     blocks: list[Block] = []
     for line in lines:
-        if line.startswith(("+++", "---")):
-            style = "muted"
-        elif line.startswith("@@"):
-            style = "info"
-        elif line.startswith("+"):
-            style = "added"
-        elif line.startswith("-"):
-            style = "removed"
-        else:
-            style = "plain"
+        style = _DIFF_STYLE[diff_line_kind(line)]
         text = safe_text(line)
         if blocks and blocks[-1][0] == style:
             blocks[-1][1].extend(text.split("\n"))
