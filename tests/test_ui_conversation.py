@@ -70,6 +70,7 @@ async def test_a_real_run_reads_as_a_conversation_linked_to_the_timeline():
         await pilot.pause(0.1)
         assert screen.model.record(view.selected_event).kind == "text"  # the answer, the last item at or before the end
         assert "West has the highest" in view.shown_text()
+        assert "step ended" not in view.shown_text()  # ordinary step ends (tool-calls, stop) draw nothing
         await pilot.press("question_mark")  # the help screen lists the tab's key and the view's own
         await pilot.pause(0.2)
         listed = {(entry.context, entry.keys, entry.description) for entry in app.screen.entries}
@@ -112,6 +113,15 @@ async def test_calls_render_as_what_they_are_folded_and_inert_at_80_columns(tmp_
         await pilot.pause(0.1)
         rows = [strip.text.rstrip() for strip in view._rows]
         assert "40" in rows and not any("more lines" in row for row in rows)
+
+
+async def test_a_step_cut_by_the_length_limit_says_so():
+    app = replay_app(REAL / "finish_length.jsonl")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await loaded(pilot)
+        await pilot.press("c", "G")
+        await pilot.pause(0.2)
+        assert "step ended: length" in conversation(app).shown_text()
 
 
 async def test_a_light_theme_colours_the_conversation_from_the_theme(tmp_path):

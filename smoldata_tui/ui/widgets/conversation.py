@@ -31,7 +31,8 @@ from smoldata_tui.ui.timeline_model import TimelineModel
 from smoldata_tui.ui.widgets.styles import set_virtual_size
 
 PROMPT = -1  # the item before every event: the task prompt, when one is known
-KINDS = frozenset({"step_start", "text", "reasoning", "tool_use", "error"})
+# step_finish: drawn only when the step ended abnormally (length, unknown...); otherwise an empty item
+KINDS = frozenset({"step_start", "text", "reasoning", "tool_use", "error", "step_finish"})
 WINDOW = 12  # items drawn on each side of the selected one (a screenful, and some)
 GUTTER = 2  # the selected item's bar, and a space
 ITEM_CACHE = 256
@@ -123,7 +124,21 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
         if event is None or not self.items:
             return
         self.sync()
-        self._select(self.item_of(event), announce=False)
+        self._select(self._drawn_item(self.item_of(event), -1), announce=False)
+
+    def _drawn_item(self, index: int, direction: int) -> int:
+        """``index``, or the nearest item that draws something, looking in ``direction`` first
+        (an ordinary step end draws nothing)."""
+        if not self.items:
+            return 0
+        index = max(0, min(index, len(self.items) - 1))
+        for step in (direction, -direction):
+            probe = index
+            while 0 <= probe < len(self.items):
+                if self.item_strips(self.items[probe]):
+                    return probe
+                probe += step
+        return index
 
     def _select(self, index: int, *, announce: bool) -> None:
         if not self.items:
@@ -184,7 +199,8 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
         options = console.options.update(width=width, min_width=width, max_width=width, height=None)
         lines = console.render_lines(Group(*parts), options, pad=False, new_lines=False) if parts else []
         strips = [Strip(line) for line in lines]
-        strips.append(Strip([]))  # a blank row between items
+        if strips:
+            strips.append(Strip([]))  # a blank row between items
         self._cache[key] = strips
         return strips
 
@@ -287,17 +303,17 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
 
     # --- keys and mouse -----------------------------------------------------------------------
     def action_next_item(self) -> None:
-        self._select(self.selected + 1, announce=True)
+        self._select(self._drawn_item(self.selected + 1, 1), announce=True)
 
     def action_previous_item(self) -> None:
-        self._select(self.selected - 1, announce=True)
+        self._select(self._drawn_item(self.selected - 1, -1), announce=True)
 
     def action_first_item(self) -> None:
         self._select(0, announce=True)
 
     def action_last_item(self) -> None:
         self.sync()
-        self._select(len(self.items) - 1, announce=True)
+        self._select(self._drawn_item(len(self.items) - 1, -1), announce=True)
 
     def action_page_down(self) -> None:
         self.scroll_to(y=self.scroll_offset.y + max(1, self.scrollable_content_region.height - 1), animate=False)
