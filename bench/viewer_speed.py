@@ -104,6 +104,29 @@ async def child_load(path: str) -> dict:
         await _wait(pilot, lambda: not screen.search.running)
         result["search_s"] = time.perf_counter() - pressed
         result["search_matches"] = len(screen.search.matches)
+
+        # The conversation tab on the whole trace: open it at the last event, walk it, jump to the top.
+        from smoldata_tui.ui.widgets.conversation import ConversationView
+
+        pressed = time.perf_counter()
+        screen.show_tab("conversation")
+        _render_now(app)
+        result["conversation_open_s"] = time.perf_counter() - pressed
+        view = screen.query_one(ConversationView)
+        steps = []
+        for _ in range(20):
+            pressed = time.perf_counter()
+            view.action_previous_item()
+            _render_now(app)
+            steps.append(time.perf_counter() - pressed)
+        result["conversation_step_s"] = sorted(steps)[len(steps) // 2]
+        result["conversation_step_worst_s"] = max(steps)
+        pressed = time.perf_counter()
+        timeline.action_first()
+        await _wait(pilot, lambda: view.selected_event is not None and view.selected_event <= 1)
+        _render_now(app)
+        result["conversation_jump_s"] = time.perf_counter() - pressed
+        assert view.selected_event is not None and view.selected_event <= 1
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
 
@@ -278,6 +301,10 @@ def main() -> int:
     row("End while loading", load["end_while_loading_s"] * 1000, "ms", "until the cursor sat on the true last event")
     row("UI while loading", load["load_max_stall_s"] * 1000, "ms", "longest stall of the UI loop (10 ms heartbeat)")
     row("search (whole file)", load["search_s"] * 1000, "ms", f"{load['search_matches']:,} events hold 'Tromsø'")
+    row("conversation tab", load["conversation_open_s"] * 1000, "ms", "opened on the last event, drawn", 1)
+    row("conversation k", load["conversation_step_s"] * 1000, "ms",
+        f"median of 20, worst {load['conversation_step_worst_s'] * 1000:.1f} ms (End above: the timeline's own)", 1)
+    row("timeline Home", load["conversation_jump_s"] * 1000, "ms", "the conversation follows to the top", 1)
     row("peak RSS", load["peak_rss_mb"], "MB", f"file {size_mb:,.0f} MB   target below the file's size")
 
     follow = follow_benchmark(args.rate, args.follow_seconds)

@@ -67,6 +67,19 @@ def output_text(part: dict | None) -> str:
     return normalize_text("\n".join(lines), OUTPUT_RULES)
 
 
+def diff_line_kind(line: str) -> str:
+    """What a line of a unified diff is: header (---/+++), hunk (@@), added, removed or plain."""
+    if line.startswith(("+++", "---")):
+        return "header"
+    if line.startswith("@@"):
+        return "hunk"
+    if line.startswith("+"):
+        return "added"
+    if line.startswith("-"):
+        return "removed"
+    return "plain"
+
+
 def _unified(text_a: str | None, text_b: str | None, label_a: str, label_b: str) -> tuple[list[str], bool]:
     lines_a = text_a.split("\n") if text_a is not None else []
     lines_b = text_b.split("\n") if text_b is not None else []

@@ -14,6 +14,7 @@ def catalogue_for(screen: Screen) -> list[KeyHelp]:
     from smoldata_tui.ui.screens.filter import FilterScreen
     from smoldata_tui.ui.screens.fleet import FleetScreen
     from smoldata_tui.ui.screens.fleet_table import FleetTable
+    from smoldata_tui.ui.widgets.conversation import ConversationView
     from smoldata_tui.ui.widgets.detail import DetailView
     from smoldata_tui.ui.widgets.find_bar import FindBar
     from smoldata_tui.ui.widgets.findings_panel import FindingsList
@@ -28,6 +29,7 @@ def catalogue_for(screen: Screen) -> list[KeyHelp]:
             ("Episode", EpisodeScreen),
             ("Detail pane", DetailView),
             ("Findings list", FindingsList),
+            ("Conversation", ConversationView),
             ("Training tab", TurnTable),
             ("Find bar", FindBar),
             ("Filter dialog", FilterScreen),

@@ -23,6 +23,7 @@ from smoldata_tui.diff.calls import CallReader
 from smoldata_tui.diff.detail import pair_detail
 from smoldata_tui.trace.text import neutralize
 from smoldata_tui.ui.screens.diff_view import DiffCommands, detail_blocks, header_lines
+from smoldata_tui.ui.theme_text import ThemedStatic
 from smoldata_tui.ui.widgets.detail import DetailView
 from smoldata_tui.ui.widgets.diff_table import DiffTable
 
@@ -67,8 +68,8 @@ class DiffScreen(Screen[None]):
         self._readers: tuple[CallReader, CallReader] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"comparing {self.a_path} with {self.b_path}…"), id="diff-header")
-        yield Static(id="diff-columns")
+        yield ThemedStatic(Text(f"comparing {self.a_path} with {self.b_path}…"), id="diff-header")
+        yield ThemedStatic(id="diff-columns")
         yield DiffTable(id="diff-table")
         yield DiffDetailView(id="diff-detail")
         yield Footer()
@@ -100,7 +101,7 @@ class DiffScreen(Screen[None]):
 
     def _failed(self, message: str) -> None:
         self.error = message
-        self.query_one("#diff-header", Static).update(Text(f"Cannot compare: {neutralize(message)}", "bold red"))
+        self.query_one("#diff-header", Static).update(Text(f"Cannot compare: {neutralize(message)}", "bold $error"))
         self.notify(neutralize(message, keep_newlines=False), title="diff", severity="error", markup=False)
 
     def _loaded(self, diff: EpisodeDiff) -> None:

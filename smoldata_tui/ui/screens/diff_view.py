@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.screen import Screen
 
 from smoldata_tui.diff import CHANGED, ONLY_A, ONLY_B, SAME, EpisodeDiff, SideFacts
-from smoldata_tui.diff.detail import PairDetail
+from smoldata_tui.diff.detail import PairDetail, diff_line_kind
 from smoldata_tui.trace.summary import format_duration
 from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.commands import EpisodeCommands
@@ -52,9 +52,9 @@ def _side_line(label: str, facts: SideFacts, *, show_task: bool) -> Text:
     if facts.task and show_task:
         text.append(f" \u00b7 {clip(facts.task, 30)}")
     text.append(f" \u00b7 {clip(facts.status, 12)}")
-    verdict_style = "green" if facts.verdict is not None else "bold red"
+    verdict_style = "$success" if facts.verdict is not None else "bold $error"
     text.append(f" \u00b7 verdict {facts.verdict if facts.verdict is not None else 'None'}", verdict_style)
-    text.append(f" \u00b7 {clip(facts.grade_text, 20) if facts.grade_text else 'no grade'}", "cyan")
+    text.append(f" \u00b7 {clip(facts.grade_text, 20) if facts.grade_text else 'no grade'}", "$accent")
     text.append(f" \u00b7 {facts.calls:,} calls \u00b7 {facts.tokens:,} tok \u00b7 {format_duration(facts.duration_ms) or '?'}")
     return text
 
@@ -72,38 +72,32 @@ def header_lines(diff: EpisodeDiff, a: SideFacts, b: SideFacts) -> Text:
     delta.append(f" B\u2212A: calls {_signed(b.calls - a.calls)} \u00b7 tokens {_signed(b.tokens - a.tokens)}"
                  f" \u00b7 time {_signed_duration(a.duration_ms, b.duration_ms)}")  # fmt: skip
     if a.grade is not None and b.grade is not None and a.grade != b.grade:
-        delta.append(f" \u00b7 grade {a.grade:g}\u2192{b.grade:g}", "bold cyan")
+        delta.append(f" \u00b7 grade {a.grade:g}\u2192{b.grade:g}", "bold $accent")
     delta.append(f"   = {counts[SAME]:,}  ~ {counts[CHANGED]:,}  - {counts[ONLY_A]:,}  + {counts[ONLY_B]:,}")
     first = diff.first_divergence
     if first is None:
-        delta.append("   same calls", "bold green")
+        delta.append("   same calls", "bold $success")
     else:
         pair = diff.pairs[first]
         call_a, call_b = diff.call_a(pair), diff.call_b(pair)
         where = f"A L{call_a.line if call_a else NONE} / B L{call_b.line if call_b else NONE}"
-        delta.append(f"   first divergence {where}", "bold yellow")
+        delta.append(f"   first divergence {where}", "bold $warning")
     skipped = len(diff.a.skipped) + len(diff.b.skipped)
     if skipped:
-        delta.append(f"   {skipped} unparsed line(s) not compared", "bold red")
+        delta.append(f"   {skipped} unparsed line(s) not compared", "bold $error")
     if not diff.exact:
-        delta.append("   approximate alignment", "bold red")
+        delta.append("   approximate alignment", "bold $error")
     text.append_text(delta)
     return text
+
+
+_DIFF_STYLE = {"header": "muted", "hunk": "info", "added": "added", "removed": "removed", "plain": "plain"}
 
 
 def _diff_block(lines: list[str]) -> list[Block]:
     blocks: list[Block] = []
     for line in lines:
-        if line.startswith(("+++", "---")):
-            style = "muted"
-        elif line.startswith("@@"):
-            style = "info"
-        elif line.startswith("+"):
-            style = "added"
-        elif line.startswith("-"):
-            style = "removed"
-        else:
-            style = "plain"
+        style = _DIFF_STYLE[diff_line_kind(line)]
         text = safe_text(line)
         if blocks and blocks[-1][0] == style:
             blocks[-1][1].extend(text.split("\n"))

@@ -16,16 +16,19 @@ from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
 from smoldata_tui.session.replay_divergence import describe_divergence, load_divergences
 from smoldata_tui.trace import Stats, Verdict
 from smoldata_tui.trace.text import neutralize
-from smoldata_tui.ui.filtering import NO_FILTER, EventFilter
 from smoldata_tui.ui.gc_tuning import LoadFreezer
+from smoldata_tui.ui.screens.episode_conversation import ConversationController
 from smoldata_tui.ui.screens.episode_detail import DetailController
 from smoldata_tui.ui.screens.episode_export import open_export
+from smoldata_tui.ui.screens.episode_navigation import EpisodeNavigation
 from smoldata_tui.ui.screens.episode_live_rows import LiveRows, ProcessProbe, live_rows, recovered_rows
 from smoldata_tui.ui.screens.episode_playback import PlaybackController
-from smoldata_tui.ui.screens.episode_search import SearchController, SearchProgress
+from smoldata_tui.ui.screens.episode_search import SearchController
 from smoldata_tui.ui.screens.episode_status import header_state, status_line
+from smoldata_tui.ui.theme_text import ThemedStatic
 from smoldata_tui.ui.timeline_model import TimelineModel
 from smoldata_tui.ui.trace_follower import TraceFollower
+from smoldata_tui.ui.widgets.conversation import ConversationView
 from smoldata_tui.ui.widgets.detail import DetailView
 from smoldata_tui.ui.widgets.episode_panel import EpisodePanel
 from smoldata_tui.ui.widgets.find_bar import FindBar
@@ -36,10 +39,11 @@ from smoldata_tui.ui.widgets.timeline import LineSource, Timeline, TimelineHeade
 from smoldata_tui.ui.widgets.training_panel import TrainingPanel
 
 NARROW = 110  # below this many columns the side panel goes under the timeline
-TABS = {"detail": "detail-tab", "findings": "findings-tab", "stats": "stats-tab", "episode": "episode-tab", "training": "training-tab"}
+TABS = {"detail": "detail-tab", "findings": "findings-tab", "stats": "stats-tab", "episode": "episode-tab",
+        "training": "training-tab", "conversation": "conversation-tab"}  # fmt: skip
 
 
-class EpisodeScreen(Screen[None]):
+class EpisodeScreen(EpisodeNavigation, Screen[None]):
     BINDINGS = [
         Binding("slash", "find", "Find"),
         Binding("n", "next_match", "Next match (or finding)", show=False),
@@ -57,6 +61,7 @@ class EpisodeScreen(Screen[None]):
         Binding("3", "show_tab('stats')", "Stats tab", show=False),
         Binding("4", "show_tab('episode')", "Episode / grade tab", show=False),
         Binding("5", "show_tab('training')", "Training tab", show=False),
+        Binding("c,6", "show_tab('conversation')", "Conversation", key_display="c"),
         Binding("m", "training_turn", "Training: the model call that produced this row", show=False),
         Binding("y", "copy_line", "Copy the event's JSON line", show=False),
         Binding("escape", "back", "Back: to the timeline, clear the search, to the trace list", show=False),
@@ -90,6 +95,7 @@ class EpisodeScreen(Screen[None]):
         self.panel_wanted: bool | None = None  # None: decided by the terminal width
         self.playback = PlaybackController(self, speed) if speed is not None else None
         self.detail = DetailController(self)
+        self.conversation = ConversationController(self)
         self._status_text: Text | None = None
         self.freezer = LoadFreezer()
         self.search = SearchController(self)
@@ -110,7 +116,7 @@ class EpisodeScreen(Screen[None]):
                 yield TimelineHeader(timeline, id="columns")
                 yield timeline
                 yield LiveRows(id="live-rows")
-                yield Static(id="status-line")
+                yield ThemedStatic(id="status-line")
                 yield FindBar(id="find-bar")
             with TabbedContent(id="side", initial=TABS["detail"]):
                 with TabPane("Detail", id=TABS["detail"]):
@@ -124,6 +130,8 @@ class EpisodeScreen(Screen[None]):
                 with TabPane("Training", id=TABS["training"]):
                     yield TrainingPanel(self.path, lambda: (self.model.events, self.model.count), self.source.read,
                                         id="training")  # fmt: skip
+                with TabPane("Conversation", id=TABS["conversation"]):
+                    yield ConversationView(self.model, self.source.read, id="conversation")
         yield Footer()
         followed = self.export.converted if self.export is not None else self.path
         yield TraceFollower(followed, follow=self.follow, release_limit=0 if self.speed is not None else None)
@@ -178,6 +186,7 @@ class EpisodeScreen(Screen[None]):
         timeline.invalidate(summaries=True)
         timeline.rows_changed(0)
         self.search.reset()
+        self.conversation.opened()
         # a "waiting for the file" notice is over too; what an export document is stays said
         self.notice = message.notice or (self.export.notice() if self.export is not None else "")
         if message.notice:
@@ -218,6 +227,7 @@ class EpisodeScreen(Screen[None]):
         if added or message.finished:
             self._update_live_rows()
             self.query_one(TrainingPanel).trace_grew()
+            self.conversation.grew()
         self.freezer.loaded(model.count, message.caught_up)
 
     @on(TraceFollower.MetadataChanged)
@@ -228,6 +238,7 @@ class EpisodeScreen(Screen[None]):
                                                   folder=self.path.parent, divergences=self.divergences)  # fmt: skip
         graded = message.metadata is not None and message.metadata.grade is not None
         self._label_tab("episode", "Grade" if graded else "Episode")
+        self.conversation.metadata_changed(self.path, message.metadata)
         self._update_live_rows()
         for problem in message.problems:
             self.tell(problem, title="Episode metadata", severity="warning", timeout=8)
@@ -318,7 +329,12 @@ class EpisodeScreen(Screen[None]):
     @on(Timeline.CursorMoved)
     def _cursor_moved(self, message: Timeline.CursorMoved) -> None:
         self.detail.cursor_moved(message.event, message.by_user)
+        self.conversation.cursor_moved(message.event)
         self.search.update_count()
+
+    @on(ConversationView.Selected)
+    def _conversation_selected(self, message: ConversationView.Selected) -> None:
+        self.conversation.selected(message.event)
 
     @on(Timeline.DetailRequested)
     def _detail_requested(self, message: Timeline.DetailRequested) -> None:
@@ -338,123 +354,18 @@ class EpisodeScreen(Screen[None]):
         if tab.label_text != label:
             tab.label = Text(label)
 
+    @property
+    def active_tab(self) -> str | None:
+        active = self.query_one(TabbedContent).active
+        return next((name for name, pane in TABS.items() if pane == active), None)
+
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == TABS["stats"]:
             self.query_one(StatsPanel).set_stats(self.stats)
-
-    # --- findings -----------------------------------------------------------------------------
-    @on(FindingsList.JumpRequested)
-    def _jump_to_finding(self, message: FindingsList.JumpRequested) -> None:
-        finding = message.finding
-        if finding.event is None:
-            self.tell("This finding is about the whole stream, not one line.", timeout=4)
-            return
-        self.jump_to_event(finding.event)
-        self.timeline.focus()
-
-    @on(TrainingPanel.TurnChosen)
-    def _turn_chosen(self, message: TrainingPanel.TurnChosen) -> None:
-        if message.event is None:
-            self.tell(f"Model call {message.turn + 1} matches no row of this trace.", timeout=4)
-            return
-        self.jump_to_event(message.event)
-        self.timeline.focus()
-
-    def action_training_turn(self) -> None:
-        turn = self.query_one(TrainingPanel).turn_of(self.timeline.cursor_event)
-        self.show_tab("training")
-        if turn is None:
-            self.tell("No model call of the training trace produced this row.", timeout=4)
-        else:
-            self.query_one(TrainingPanel).select_turn(turn)
-
-    def jump_to_event(self, event: int) -> None:
-        if self.model.row_of(event) is None and self.model.filter.active and event < self.model.count:
-            self.apply_filter(NO_FILTER)
-            self.tell(f"The filter hid line {self.model.record(event).line}: filter cleared.", timeout=4)
-        self.timeline.go_to_event(event)
-
-    def _walk_findings(self, backwards: bool) -> None:
-        current = self.timeline.cursor_event
-        target = self.model.next_finding_event(-1 if current is None else current, backwards=backwards)
-        if target is None:
-            self.tell("No findings among the rows shown.", timeout=3)
-            self.app.bell()
-            return
-        self.timeline.go_to_event(target)
-
-    def action_twin(self) -> None:
-        event = self.timeline.cursor_event
-        related = [f.related_line for f in self.model.findings_of(event)] if event is not None else []
-        target = next((self.model.event_for_line(line) for line in related if line), None)
-        if target is None:
-            self.tell("This row's findings point at no other line.", timeout=3)
-            return
-        self.jump_to_event(target)
-
-    def action_next_finding(self) -> None:
-        self._walk_findings(backwards=False)
-
-    def action_previous_finding(self) -> None:
-        self._walk_findings(backwards=True)
-
-    # --- filter -------------------------------------------------------------------------------
-    def apply_filter(self, event_filter: EventFilter) -> None:
-        timeline = self.timeline
-        kept = timeline.cursor_event
-        self.model.set_filter(event_filter)
-        timeline.invalidate()
-        timeline.rows_changed(0)
-        if kept is not None and self.model.row_count:
-            timeline.move_cursor(self.model.row_near(kept), by_user=False, center=True)
-        timeline.post_message(Timeline.CursorMoved(timeline.cursor_event))
-        self._update_status()
-
-    def action_filter(self) -> None:
-        from smoldata_tui.ui.screens.filter import FilterScreen
-
-        self.app.push_screen(FilterScreen(self.model.filter, self.stats, self.apply_filter))
-
-    def action_toggle_findings_only(self) -> None:
-        self.apply_filter(self.model.filter.with_changes(findings_only=not self.model.filter.findings_only))
-
-    def action_clear_filter(self) -> None:
-        self.apply_filter(NO_FILTER)
-
-    # --- search (the logic lives in SearchController) -----------------------------------------
-    def action_find(self) -> None:
-        self.query_one(FindBar).open()
-
-    def action_next_match(self) -> None:
-        if self.search.active:
-            self.search.step(1)
-        else:
-            self.action_next_finding()
-
-    def action_previous_match(self) -> None:
-        if self.search.active:
-            self.search.step(-1)
-        else:
-            self.action_previous_finding()
-
-    @on(SearchProgress)
-    def _search_progress(self, message: SearchProgress) -> None:
-        self.search.apply(message)
-
-    @on(FindBar.QueryChanged)
-    def _query_changed(self, message: FindBar.QueryChanged) -> None:
-        self.search.start(message.query)
-
-    @on(FindBar.Step)
-    def _find_step(self, message: FindBar.Step) -> None:
-        self.search.step(message.direction)
-        if message.leave:
-            self.timeline.focus()
-
-    @on(FindBar.Closed)
-    def _find_closed(self) -> None:
-        self.search.start("")
-        self.timeline.focus()
+        reading = event.pane.id == TABS["conversation"]
+        self.set_class(reading, "-conversation")  # a transcript wants more width than the detail
+        if reading:
+            self.conversation.shown()
 
     # --- panel, raw, tabs, copy, back, quit ---------------------------------------------------
     def action_toggle_raw(self) -> None:
@@ -473,6 +384,8 @@ class EpisodeScreen(Screen[None]):
         self.show_tab(name)
         if name == "findings":  # 2: straight to the list, so j/k and Enter work on it
             self.query_one(FindingsList).focus()
+        elif name == "conversation":  # c: j/k walk the messages and calls, the timeline follows
+            self.query_one(ConversationView).focus()
 
     def action_copy_line(self) -> None:
         event = self.timeline.cursor_event

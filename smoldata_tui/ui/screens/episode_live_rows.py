@@ -14,11 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.content import Content
 from textual.widget import Widget
 
 from smoldata_tui.session.metadata import EpisodeMetadata, parse_time
 from smoldata_tui.trace.summary import format_duration
 from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.ui.theme_text import themed_content
 from smoldata_tui.ui.timeline_model import TimelineModel
 
 _ENDED_STEP = ("step_finish", "error")
@@ -71,8 +73,8 @@ def recovered_rows(metadata: EpisodeMetadata | None) -> Text:
             text.append("\n")
         tool_input = call.get("input") if isinstance(call.get("input"), dict) else {}
         what = tool_input.get("command") or tool_input.get("filePath") or ""
-        text.append(" \u2717 killed while running ", "bold reverse red")
-        text.append(f" {clip(neutralize(str(call.get('tool')), keep_newlines=False), 20)}", "bold red")
+        text.append(" \u2717 killed while running ", "bold reverse $error")
+        text.append(f" {clip(neutralize(str(call.get('tool')), keep_newlines=False), 20)}", "bold $error")
         if what:
             text.append(f" `{clip(neutralize(str(what), keep_newlines=False), 50)}`", "bold")
         stopped = metadata.status or "stopped"
@@ -100,8 +102,8 @@ class LiveRows(Widget):
         self._text = text
         self.refresh()
 
-    def render(self) -> Text:
-        return self._text
+    def render(self) -> Content:
+        return themed_content(self._text)
 
 
 def live_elapsed_ms(metadata: EpisodeMetadata | None) -> float | None:

@@ -171,7 +171,7 @@ class SearchController:
         here = position < len(shown) and shown[position] == current
         text = Text(no_wrap=True)
         if not shown and not self.running:
-            text.append("no match", "bold red")
+            text.append("no match", "bold $error")
         else:
             text.append(f"{position + 1 if here else '-'}/{len(shown):,}", "bold")
             if model.filter.active and len(shown) != len(matches):

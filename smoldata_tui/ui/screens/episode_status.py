@@ -69,7 +69,7 @@ def status_line(model: TimelineModel, pending: int, notice: str) -> Text:
             f" {clip(model.filter.describe(), 80)} \u2014 {model.row_count:,} of {model.count:,} events  (u clears) "
         )
     if pending:
-        text.append(f" \u25bc {pending:,} new events (End to follow) ", "bold black on yellow")
+        text.append(f" \u25bc {pending:,} new events (End to follow) ", "bold $warning-badge")
     if notice:
         text.append(f" {clip(notice, 200)} ", "italic")
     return text

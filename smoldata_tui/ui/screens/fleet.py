@@ -26,6 +26,7 @@ from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.screens.fleet_commands import FleetCommands
 from smoldata_tui.ui.screens.fleet_table import FleetHeader, FleetTable
 from smoldata_tui.ui.screens.fleet_view import COLUMN_KEYS, COLUMNS, NO_FILTER, FleetFilter, header_lines, view_rows
+from smoldata_tui.ui.theme_text import ThemedStatic
 
 REDRAW_SECONDS = 0.05  # how often arrived rows are looked for
 MARK_TWO = "mark two episodes with space, then d compares them"
@@ -84,14 +85,14 @@ class FleetScreen(Screen[None]):
         folder = clip(str(self.folder), 120)
         title = Text(f" episodes in {folder}", "bold")
         title.append("   Enter opens · / filters · s sorts · b groups by task · ? keys", "dim")
-        yield Static(title, id="fleet-title")
-        yield Static(id="fleet-totals")
+        yield ThemedStatic(title, id="fleet-title")
+        yield ThemedStatic(id="fleet-totals")
         yield Input(placeholder="filter: words to find in the episode, task, model, status, verdict, findings",
                     id="fleet-filter")  # fmt: skip
         table = FleetTable(self.index.folder, id="fleet-table")
         yield FleetHeader(table)
         yield table
-        yield Static(id="fleet-status")
+        yield ThemedStatic(id="fleet-status")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -181,7 +182,7 @@ class FleetScreen(Screen[None]):
         parts: list[Text] = []
         result = self.last_refresh
         if self.failure is not None:
-            parts.append(Text(f"indexing stopped: {self.failure}", "bold red"))
+            parts.append(Text(f"indexing stopped: {self.failure}", "bold $error"))
         elif result is None:
             parts.append(Text(f"indexing\u2026 {len(self.summaries):,} episodes read so far", "italic"))
         elif not self.summaries:
@@ -191,11 +192,11 @@ class FleetScreen(Screen[None]):
         if self.fleet_filter != NO_FILTER:
             parts.append(Text(f"filter: {self.fleet_filter.describe()}", "bold"))
         if self.table.marked:
-            parts.append(Text(f"marked {len(self.table.marked)}", "cyan"))
+            parts.append(Text(f"marked {len(self.table.marked)}", "$accent"))
         row = self.table.current
         if isinstance(row, EpisodeSummary) and (row.error or row.meta_error):
             problem = row.error or row.meta_error
-            parts.append(Text(clip(problem, 200), "bold red"))
+            parts.append(Text(clip(problem, 200), "bold $error"))
         self.query_one("#fleet-status", Static).update(Text(" · ").join(parts))
 
     def on_resize(self) -> None:

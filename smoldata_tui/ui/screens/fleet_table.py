@@ -20,6 +20,7 @@ from textual.widget import Widget
 
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.ui.screens.fleet_view import COLUMNS, GroupRow, Row, group_cell
+from smoldata_tui.ui.theme_text import themed
 
 MARK_WIDTH = 2  # "● " before a marked row
 
@@ -131,8 +132,9 @@ class FleetTable(ScrollView, can_focus=True):
             text = group_cell(row, width)
             text.stylize(self.get_component_rich_style("fleet--group"))
         else:
-            mark = Text("\u25cf ", "bold cyan") if row.path in self.marked else Text("  ")
+            mark = Text("\u25cf ", "bold $accent") if row.path in self.marked else Text("  ")
             text = line_of([column.cell(row, self.folder) for column in COLUMNS], layout(width), mark)
+        text = themed(text, self.app.theme_variables)
         if index == self.cursor:
             text.stylize(self.get_component_rich_style("fleet--cursor"))
         segments = list(text.render(self.app.console))

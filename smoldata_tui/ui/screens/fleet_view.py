@@ -48,17 +48,17 @@ def duration_text(seconds: float | None) -> str:
 
 def verdict_cell(s: EpisodeSummary) -> Text:
     if s.error is not None:
-        return Text("gone" if s.error.startswith("the trace is gone") else "unreadable", "bold red")
+        return Text("gone" if s.error.startswith("the trace is gone") else "unreadable", "bold $error")
     if s.native_tool_calls is not None:
-        return Text(f"\u2713 {s.native_tool_calls}", "green")
+        return Text(f"\u2713 {s.native_tool_calls}", "$success")
     if s.crash is not None:
-        return Text(f"crash: {safe(s.crash, 60)}", "bold magenta")
-    return Text(f"None: {safe(s.reason, 200)}", "yellow")
+        return Text(f"crash: {safe(s.crash, 60)}", "bold $secondary")
+    return Text(f"None: {safe(s.reason, 200)}", "$warning")
 
 
 def findings_cell(s: EpisodeSummary) -> Text:
     text = Text()
-    for count, mark, style in ((s.errors, "\u2717", "bold red"), (s.warnings, "!", "yellow"), (s.infos, "\u00b7", "dim")):
+    for count, mark, style in ((s.errors, "\u2717", "bold $error"), (s.warnings, "!", "$warning"), (s.infos, "\u00b7", "dim")):
         if count:
             text.append(f"{mark}{count} ", style)
     return text if text.plain else Text("none", "dim")
@@ -66,16 +66,16 @@ def findings_cell(s: EpisodeSummary) -> Text:
 
 def status_cell(s: EpisodeSummary) -> Text:
     if s.meta_error is not None and s.task is None:
-        return Text("bad meta", "bold red")
+        return Text("bad meta", "bold $error")
     if s.status is None:
         return Text("")
-    return Text(s.status, "green" if s.status == "finished" else "yellow")
+    return Text(s.status, "$success" if s.status == "finished" else "$warning")
 
 
 def grade_cell(s: EpisodeSummary) -> Text:
     if s.grade is None:
         return Text("")
-    return Text(s.grade, "green" if s.passed else ("red" if s.graded else "yellow"))
+    return Text(s.grade, "$success" if s.passed else ("$error" if s.graded else "$warning"))
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ def group_cell(row: GroupRow, width: int) -> Text:
     text.append(
         f"   {totals.episodes:,} episodes · pass rate {rate} ({totals.passed:,}/{totals.graded:,} graded)"
         f" · accepted by the wrapper {accepted}",
-        "cyan",
+        "$accent",
     )
     text.truncate(width)
     return text
@@ -225,15 +225,15 @@ def header_lines(totals: FleetTotals, *, shown: int, width: int) -> list[Text]:
     first = Text(f"{totals.traces:,} episodes", "bold")
     if totals.traces:
         accepted = 100 * totals.accepted / totals.traces
-        first.append(f" · accepted by the wrapper {accepted:.1f}% ({totals.accepted:,})", "green")
-        first.append(f" · rejected {totals.rejected:,}", "yellow" if totals.rejected else "dim")
-        first.append(f" · crashes {totals.crashes:,}", "bold magenta" if totals.crashes else "dim")
+        first.append(f" · accepted by the wrapper {accepted:.1f}% ({totals.accepted:,})", "$success")
+        first.append(f" · rejected {totals.rejected:,}", "$warning" if totals.rejected else "dim")
+        first.append(f" · crashes {totals.crashes:,}", "bold $secondary" if totals.crashes else "dim")
         if totals.unreadable:
-            first.append(f" · unreadable {totals.unreadable:,}", "bold red")
+            first.append(f" · unreadable {totals.unreadable:,}", "bold $error")
         rate = totals.pass_rate
         first.append(
             f" · pass rate {100 * rate:.1f}% ({totals.passed:,}/{totals.graded:,})" if rate is not None else " · no grades",
-            "cyan",
+            "$accent",
         )
         first.append(f" · tokens {human(totals.tokens)} · cost ${totals.cost:,.2f}")
         if shown != totals.traces:

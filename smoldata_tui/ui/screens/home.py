@@ -24,6 +24,7 @@ from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.tasks import Task, TaskError, load_task_set
 from smoldata_tui.trace.text import clip
+from smoldata_tui.ui.theme_text import ThemedStatic
 
 
 def _saved_traces(runs: Path) -> list[Path]:
@@ -55,7 +56,7 @@ class HomeScreen(Screen[None]):
         except TaskError as exc:
             self.problem = clip(str(exc), 300)
         where = self.tasks_root or "the sample tasks that ship with smoldata-tui"
-        yield Static(Text(f"tasks in {clip(str(where), 100)}  (Enter runs one, e browses saved episodes)"), id="home-title")
+        yield ThemedStatic(Text(f"tasks in {clip(str(where), 100)}  (Enter runs one, e browses saved episodes)"), id="home-title")
         table: DataTable = DataTable(cursor_type="row", zebra_stripes=True)
         for column, width in (("task", 26), ("tier", 8), ("category", 16), ("data", 12), ("instruction", 80)):
             table.add_column(column, key=column, width=width)
@@ -65,18 +66,18 @@ class HomeScreen(Screen[None]):
                 Text(task.data_source), Text(clip(task.summary, 200)), key=task.name,
             )  # fmt: skip
         yield table
-        yield Static(self._episodes_line(), id="home-episodes")
+        yield ThemedStatic(self._episodes_line(), id="home-episodes")
         yield Footer()
 
     def _episodes_line(self) -> Text:
         if self.problem:
-            return Text(f"the task set cannot be read: {self.problem}", style="bold red")
+            return Text(f"the task set cannot be read: {self.problem}", style="bold $error")
         traces = _saved_traces(self.runs)
         count = len(traces)
         text = Text(f"{count} saved episode{'s' if count != 1 else ''} in {clip(str(self.runs), 80)}", style="dim")
         interrupted = sum(effective_status(load_metadata(metadata_path_for(trace))) == "interrupted" for trace in traces)
         if interrupted:  # their process died mid-run (SIGKILL, a crash): never finished, never graded
-            text.append(f"  {interrupted} interrupted (smoldata-tui gc tidies their sandboxes)", style="bold yellow")
+            text.append(f"  {interrupted} interrupted (smoldata-tui gc tidies their sandboxes)", style="bold $warning")
         return text
 
     def current_task(self) -> Task | None:
@@ -161,7 +162,7 @@ class LaunchForm(ModalScreen[None]):
             if opencode_env_available():
                 harnesses.append(("opencode_env's OpenCodeSessionFactory, with its logging proxy", "opencode-env"))
             yield Select(harnesses, value="builtin", allow_blank=False, id="harness")
-            yield Static("", id="launch-error")
+            yield ThemedStatic("", id="launch-error")
             with Horizontal():
                 yield Button("Run", id="run", variant="primary")
                 yield Button("Back", id="back")

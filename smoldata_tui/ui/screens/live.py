@@ -26,10 +26,11 @@ from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.session.secret_scrub import SecretScrubber
 from smoldata_tui.trace.summary import format_duration
 from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.ui.theme_text import ThemedStatic, themed
 
 TICK_S = 1.0  # elapsed times move at least this often
 
-_STATE_STYLE = {"started": "bold cyan", "progress": "cyan", "done": "green", "failed": "bold red", "skipped": "dim"}
+_STATE_STYLE = {"started": "bold $accent", "progress": "$accent", "done": "$success", "failed": "bold $error", "skipped": "dim"}
 
 
 class StageChanged(Message):
@@ -74,7 +75,7 @@ class ConfirmCancel(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
-            yield Static(Text("Cancel the episode? The agent is stopped, what it wrote is kept, the sandbox released."))
+            yield ThemedStatic(Text("Cancel the episode? The agent is stopped, what it wrote is kept, the sandbox released."))
             with Horizontal():
                 yield Button("Cancel the episode (y)", id="yes", variant="error")
                 yield Button("Keep running (n)", id="no")
@@ -120,14 +121,14 @@ class LiveScreen(Screen[None]):
         self.divergences: list[str] = []  # one line per divergence of a replay, as they happen
 
     def compose(self) -> ComposeResult:
-        yield Static(self._header(), id="live-header")
+        yield ThemedStatic(self._header(), id="live-header")
         table: DataTable = DataTable(cursor_type="none", zebra_stripes=True)
         for column, width in (("stage", 18), ("state", 9), ("elapsed", 8), ("what happened", 90)):
             table.add_column(column, key=column, width=width)
         for name in self.stages:
             table.add_row(Text(name), Text("waiting", style="dim"), Text(""), Text(""), key=name)
         yield table
-        yield Static(Text("The timeline opens when the agent starts (Enter or t to open it)."), id="live-outcome")
+        yield ThemedStatic(Text("The timeline opens when the agent starts (Enter or t to open it)."), id="live-outcome")
         log = Log(id="stage-log", max_lines=5000)
         log.border_title = "stage log"
         yield log
@@ -184,7 +185,7 @@ class LiveScreen(Screen[None]):
             self._stage_started.setdefault(message.name, time.monotonic() - message.elapsed_s)
         else:
             self._stage_started.pop(message.name, None)
-        table.update_cell(message.name, "state", Text(message.state, style=style))
+        table.update_cell(message.name, "state", themed(Text(message.state, style=style), self.app.theme_variables))
         table.update_cell(message.name, "elapsed", Text(f"{message.elapsed_s:.1f}s"))
         if message.message:
             table.update_cell(message.name, "what happened", Text(clip(message.message, 120), style=style))
@@ -264,7 +265,7 @@ class LiveScreen(Screen[None]):
         def answered(yes: bool | None) -> None:
             if yes:
                 self.episode.cancel(f"{key} (cancel confirmed)")
-                self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="yellow"))
+                self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="$warning"))
 
         self.app.push_screen(ConfirmCancel(), answered)
 
@@ -275,7 +276,7 @@ class LiveScreen(Screen[None]):
         self._quit_after = True
         self.episode.cancel(reason)
         self.query_one("#live-outcome", Static).update(
-            Text("quitting: stopping the agent, saving, releasing the sandbox…", style="yellow")
+            Text("quitting: stopping the agent, saving, releasing the sandbox…", style="$warning")
         )
 
     # --- text -------------------------------------------------------------------------------
@@ -285,11 +286,11 @@ class LiveScreen(Screen[None]):
         text = Text()
         text.append(f"{spec.task.name}", style="bold")
         text.append(f"  model {clip(spec.endpoint.label, 60)}  backend {spec.backend}  ")
-        text.append(status, style="bold cyan" if self.running else "bold")
+        text.append(status, style="bold $accent" if self.running else "bold")
         if self.running:
             text.append(f"  elapsed {format_duration((time.monotonic() - self._started) * 1000) or '0s'}")
         if self.divergences:
-            text.append(f"  replay diverged ({len(self.divergences)})", style="bold yellow")
+            text.append(f"  replay diverged ({len(self.divergences)})", style="bold $warning")
         if self.trace_path is not None:
             text.append(f"  saving to {clip(str(self.trace_path.parent), 80)}", style="dim")
         return text
@@ -297,25 +298,25 @@ class LiveScreen(Screen[None]):
     def _outcome(self, message: EpisodeEnded) -> Text:
         result = message.result
         if result is None:
-            return Text(f"the episode could not run: {message.error}", style="bold red")
+            return Text(f"the episode could not run: {message.error}", style="bold $error")
         text = Text()
         text.append(f"{result.status}", style="bold")
         text.append(f" · exit code {result.exit_code}")
         if result.grade is not None:
             if result.grade.grader_error:
-                text.append(f" · grader failed: {clip(result.grade.grader_error, 100)}", style="bold red")
+                text.append(f" · grader failed: {clip(result.grade.grader_error, 100)}", style="bold $error")
             else:
-                text.append(f" · env_reward {result.grade.env_reward:g}", style="bold green" if result.grade.env_reward else "bold red")
+                text.append(f" · env_reward {result.grade.env_reward:g}", style="bold $success" if result.grade.env_reward else "bold $error")
         if result.recovered:
-            text.append(f" · {len(result.recovered)} unfinished call(s) recovered from opencode export", style="yellow")
+            text.append(f" · {len(result.recovered)} unfinished call(s) recovered from opencode export", style="$warning")
         if self.divergences:
-            text.append(f" · the replay diverged from its recording {len(self.divergences)} time(s):", style="bold yellow")
+            text.append(f" · the replay diverged from its recording {len(self.divergences)} time(s):", style="bold $warning")
             for line in self.divergences[:5]:
-                text.append(f"\n    ! {clip(line, 150)}", style="yellow")
+                text.append(f"\n    ! {clip(line, 150)}", style="$warning")
             if len(self.divergences) > 5:
-                text.append(f"\n    … {len(self.divergences) - 5} more in the timeline's Episode tab", style="yellow")
+                text.append(f"\n    … {len(self.divergences) - 5} more in the timeline's Episode tab", style="$warning")
             text.append("\n")
         if result.error is not None:
-            text.append(f" · {clip(str(result.error), 160)}", style="red")
+            text.append(f" · {clip(str(result.error), 160)}", style="$error")
         text.append("   (t: timeline, q: quit)", style="dim")
         return text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from rich.cells import cell_len, chop_cells
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.text import Text
 from textual.binding import Binding
@@ -27,7 +27,7 @@ Rows = tuple[list[str], list[str]]  # wrapped row texts, and the style name of e
 
 
 def wrap_blocks(blocks: list[Block], width: int) -> Rows:
-    """Cut every line into rows of at most ``width`` cells (a blank line stays one row)."""
+    """Cut every line into rows of at most ``width`` cells, on word boundaries (a blank line stays one row)."""
     width = max(1, width)
     texts: list[str] = []
     styles: list[str] = []
@@ -40,12 +40,37 @@ def wrap_blocks(blocks: list[Block], width: int) -> Rows:
             if len(text) <= width and (text.isascii() or cell_len(text) <= width):
                 chunks = [text]
             elif text.isascii():
-                chunks = [text[start : start + width] for start in range(0, len(text), width)]
+                chunks = word_wrap_ascii(text, width)
             else:
-                chunks = chop_cells(text, width)
+                chunks = [text[start:end].rstrip(" ") or text[start:end] for start, end in _word_spans(text, width)]
             texts.extend(chunks)
             styles.extend([style] * len(chunks))
     return texts, styles
+
+
+def word_wrap_ascii(text: str, width: int) -> list[str]:
+    """Rows of at most ``width`` characters, cut after a space when one is in the second half of
+    the row (a word longer than that is cut where the row ends)."""
+    rows = []
+    start, end = 0, len(text)
+    while end - start > width:
+        cut = text.rfind(" ", start + width // 2, start + width + 1)
+        if cut == -1:
+            rows.append(text[start : start + width])
+            start += width
+        else:
+            rows.append(text[start:cut])
+            start = cut + 1
+    rows.append(text[start:])
+    return rows
+
+
+def _word_spans(text: str, width: int) -> list[tuple[int, int]]:
+    """Rich's word wrapping by cells (wide characters stay whole; a long word is folded)."""
+    from rich._wrap import divide_line
+
+    offsets = [0, *divide_line(text, width, fold=True), len(text)]
+    return [(start, end) for start, end in zip(offsets, offsets[1:]) if end > start]
 
 
 class DetailView(ScrollView, can_focus=True, inherit_bindings=False):

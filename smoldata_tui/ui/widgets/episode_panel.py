@@ -14,6 +14,7 @@ from smoldata_tui.session.metadata import EpisodeMetadata
 from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.session.proxy_trace import ProxyTurn, load_proxy_trace, summary_line
 from smoldata_tui.trace.text import byte_size, clip, neutralize
+from smoldata_tui.ui.theme_text import ThemedStatic
 
 
 def _field(text: Text, name: str, value: object) -> None:
@@ -39,13 +40,13 @@ def grade_text(metadata: EpisodeMetadata) -> Text:
     text.append("Grade\n", "bold underline")
     if grade.env_reward is not None:
         text.append(f"{'env_reward':<17}", "bold")
-        text.append(f"{grade.env_reward:g}\n", "bold green" if grade.env_reward > 0 else "bold red")
+        text.append(f"{grade.env_reward:g}\n", "bold $success" if grade.env_reward > 0 else "bold $error")
     if grade.correctness is not None:
         text.append(f"{'correctness':<17}", "bold")
-        text.append(f"{grade.correctness:g}\n", "green" if grade.correctness > 0 else "red")
+        text.append(f"{grade.correctness:g}\n", "$success" if grade.correctness > 0 else "$error")
     if grade.grader_error:
         text.append(f"{'grader error':<17}", "bold")
-        text.append(neutralize(grade.grader_error) + "\n", "red")
+        text.append(neutralize(grade.grader_error) + "\n", "$error")
     if grade.grader_output:
         text.append("grader output\n", "bold")
         text.append(neutralize(grade.grader_output).rstrip("\n") + "\n", "dim")
@@ -57,17 +58,17 @@ def divergence_text(metadata: EpisodeMetadata | None, divergences: list[dict]) -
     """What a replay did differently from its recording (nothing for an episode that is no replay)."""
     text = Text()
     if divergences:
-        text.append(f"Replay diverged from its recording ({len(divergences)})\n", "bold underline yellow")
+        text.append(f"Replay diverged from its recording ({len(divergences)})\n", "bold underline $warning")
         text.append("The grade is of what happened now, not of what was recorded.\n", "dim")
         for record in divergences:
-            text.append(f"! {describe_divergence(record, limit=200)}\n", "yellow")
+            text.append(f"! {describe_divergence(record, limit=200)}\n", "$warning")
             if record.get("kind") == "result_changed":
                 for label in ("recorded", "now"):
                     text.append(f"  {label:<9}", "bold")
                     text.append(clip(neutralize(str(record.get(label) or ""), keep_newlines=False), 300) + "\n", "dim")
         text.append("\n")
     elif metadata is not None and (metadata.model or "").startswith("replay") and metadata.status == "finished":
-        text.append("Replay: no divergences", "bold green")
+        text.append("Replay: no divergences", "bold $success")
         text.append(" (every recorded call gave its recorded result)\n\n", "dim")
     return text
 
@@ -99,7 +100,7 @@ def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: li
         if metadata.caps_hit:
             text.append("\nLimits hit (agent-controlled sizes the host capped)\n", "bold underline")
             for cap in metadata.caps_hit:
-                text.append(f"! {cap_line(cap)}\n", "yellow")
+                text.append(f"! {cap_line(cap)}\n", "$warning")
         if metadata.recovered_calls:
             text.append("\nUnfinished calls recovered from opencode export\n", "bold underline")
             text.append("Running when the agent was stopped: the stream never shows them.\n", "dim")
@@ -107,7 +108,7 @@ def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: li
                 text.append(
                     f"✗ {clip(str(call.get('tool')), 20)} {clip(str(call.get('callID')), 40)} "
                     f"status {clip(str(call.get('status')), 20)}\n",
-                    "bold red",
+                    "bold $error",
                 )
                 text.append(f"  input  {clip(json.dumps(call.get('input'), ensure_ascii=False, default=str), 300)}\n")
                 if call.get("partial_output"):
@@ -122,9 +123,9 @@ def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: li
                 shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
                 _field(text, clip(str(key), 16), clip(shown, 300))
     if problems:
-        text.append("\nProblems with the metadata file\n", "bold yellow")
+        text.append("\nProblems with the metadata file\n", "bold $warning")
         for problem in problems:
-            text.append(f"! {neutralize(problem, keep_newlines=False)}\n", "yellow")
+            text.append(f"! {neutralize(problem, keep_newlines=False)}\n", "$warning")
     return text
 
 
@@ -138,11 +139,11 @@ def proxy_text(turns: list[ProxyTurn], problems: list[str], name: str) -> Text:
         row = (f"{turn.turn if turn.turn is not None else '?':>4} {'agent' if turn.with_tools else 'side':<5} "
                f"{clip(turn.finish_reason or '-', 11):<11} {turn.completion_tokens if turn.completion_tokens is not None else '-':>7} "
                f"{_float(turn.mean_logprob, '.3f'):>8} {_float(turn.min_logprob, '.3f'):>8} {_float(turn.latency_s, '.2f', ' s'):>8}\n")  # fmt: skip
-        text.append(row, "red" if turn.upstream_error else "")
+        text.append(row, "$error" if turn.upstream_error else "")
         if turn.upstream_error:
-            text.append(f"     upstream error: {neutralize(turn.upstream_error, keep_newlines=False)}\n", "red")
+            text.append(f"     upstream error: {neutralize(turn.upstream_error, keep_newlines=False)}\n", "$error")
     for problem in problems:
-        text.append(f"! {neutralize(problem, keep_newlines=False)}\n", "yellow")
+        text.append(f"! {neutralize(problem, keep_newlines=False)}\n", "$warning")
     return text
 
 
@@ -154,7 +155,7 @@ class EpisodePanel(VerticalScroll):
     DEFAULT_CSS = "EpisodePanel { padding: 0 1; } EpisodePanel > Static { height: auto; }"
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("Looking for the episode metadata…", "dim"), id="episode-text")
+        yield ThemedStatic(Text("Looking for the episode metadata…", "dim"), id="episode-text")
 
     def set_metadata(self, metadata: EpisodeMetadata | None, meta_name: str, problems: list[str],
                      folder: Path | None = None, divergences: list[dict] | None = None) -> None:  # fmt: skip

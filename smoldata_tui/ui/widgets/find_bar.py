@@ -11,6 +11,8 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
+from smoldata_tui.ui.theme_text import ThemedStatic
+
 DEBOUNCE_SECONDS = 0.15
 
 
@@ -51,9 +53,9 @@ class FindBar(Horizontal):
         self._pending: str | None = None  # typed, not yet searched (debounced)
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("find /"), id="find-label")
+        yield ThemedStatic(Text("find /"), id="find-label")
         yield Input(placeholder="text in the events (Enter: go, Esc: clear)", id="find-input", select_on_focus=True)
-        yield Static(id="find-count")
+        yield ThemedStatic(id="find-count")
 
     @property
     def query(self) -> str:

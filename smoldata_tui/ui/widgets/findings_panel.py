@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from smoldata_tui.trace import Finding, Severity
 from smoldata_tui.trace.text import neutralize
+from smoldata_tui.ui.theme_text import ThemedStatic
 from smoldata_tui.ui.widgets.styles import StyleCache, set_virtual_size
 
 MARK = {Severity.ERROR: "\u2717", Severity.WARNING: "!", Severity.INFO: "\u00b7"}
@@ -27,8 +28,8 @@ def severity_counts_text(findings: list[Finding]) -> Text:
         counts[finding.severity] += 1
     text = Text(no_wrap=True)
     text.append(f"{len(findings):,} finding{'s' if len(findings) != 1 else ''}  ")
-    text.append(f"\u2717 {counts[Severity.ERROR]} error  ", "bold red" if counts[Severity.ERROR] else "dim")
-    text.append(f"! {counts[Severity.WARNING]} warning  ", "yellow" if counts[Severity.WARNING] else "dim")
+    text.append(f"\u2717 {counts[Severity.ERROR]} error  ", "bold $error" if counts[Severity.ERROR] else "dim")
+    text.append(f"! {counts[Severity.WARNING]} warning  ", "$warning" if counts[Severity.WARNING] else "dim")
     text.append(f"\u00b7 {counts[Severity.INFO]} info", "dim")
     return text
 
@@ -43,7 +44,7 @@ def finding_message(finding: Finding) -> Text:
     return text
 
 
-_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
+_STYLE = {Severity.ERROR: "bold $error", Severity.WARNING: "$warning", Severity.INFO: "dim"}
 
 
 class FindingsList(ScrollView, can_focus=True, inherit_bindings=False):
@@ -160,9 +161,9 @@ class FindingsPanel(Vertical):
     """
 
     def compose(self) -> ComposeResult:
-        yield Static(id="findings-counts")
+        yield ThemedStatic(id="findings-counts")
         yield FindingsList(id="findings-list")
-        yield Static(Text("No findings yet.", "dim"), id="findings-message")
+        yield ThemedStatic(Text("No findings yet.", "dim"), id="findings-message")
 
     def set_findings(self, findings: list[Finding], count: int) -> None:
         shown = findings[:count]

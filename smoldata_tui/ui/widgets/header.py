@@ -11,16 +11,17 @@ from textual.widget import Widget
 from smoldata_tui.trace import Severity, Verdict
 from smoldata_tui.trace.summary import format_duration
 from smoldata_tui.trace.text import clip
+from smoldata_tui.ui.theme_text import themed
 
 STATUS_STYLE = {
-    "running": "bold green",
+    "running": "bold $success",
     "finished": "bold",
-    "killed": "bold red",
-    "timeout": "bold red",
-    "cancelled": "bold yellow",
-    "interrupted": "bold yellow",
-    "error": "bold red",
-    "empty": "bold red",
+    "killed": "bold $error",
+    "timeout": "bold $error",
+    "cancelled": "bold $warning",
+    "interrupted": "bold $warning",
+    "error": "bold $error",
+    "empty": "bold $error",
 }
 
 
@@ -107,33 +108,3 @@ class EpisodeHeader(Widget):
             line.truncate(width, overflow="ellipsis")
         text = Text("\n").join(lines)
         return themed(text, self.app.theme_variables)
-
-
-def themed(text: Text, variables: dict[str, str]) -> Text:
-    """Resolve ``$name`` colours in the spans' styles from the current theme (light and ANSI ones
-    too); ``$name-badge`` is the theme's background colour on that colour."""
-    from rich.style import Style
-    from textual.color import Color
-
-    def colour(name: str):
-        try:
-            return Color.parse(variables[name]).rich_color
-        except Exception:  # noqa: BLE001 - a theme without it: the terminal's default colour
-            return None
-
-    def resolve(style: object) -> object:
-        if not isinstance(style, str) or "$" not in style:
-            return style
-        result = Style()
-        for word in style.split():
-            if word.startswith("$") and word.endswith("-badge"):
-                result += Style(color=colour("background"), bgcolor=colour(word[1:-6]))
-            elif word.startswith("$"):
-                name = f"text-{word[1:]}" if f"text-{word[1:]}" in variables else word[1:]
-                result += Style(color=colour(name))
-            else:
-                result += Style.parse(word)
-        return result
-
-    text.spans = [span._replace(style=resolve(span.style)) for span in text.spans]
-    return text

@@ -10,6 +10,7 @@ from textual.widgets import Sparkline, Static
 from smoldata_tui.trace import Stats
 from smoldata_tui.trace.summary import format_count, format_duration
 from smoldata_tui.trace.text import clip
+from smoldata_tui.ui.theme_text import ThemedStatic
 
 BAR = "\u2588"
 BAR_WIDTH = 24
@@ -57,10 +58,10 @@ def stats_text(stats: Stats) -> Text:
         text.append(f" · tools {format_duration(tool)} ({tool / busy:.0%})")
         model_cells = round(model / busy * BAR_WIDTH * 1.5)
         text.append("\n          ")
-        text.append(BAR * model_cells, "magenta")
-        text.append(BAR * (round(BAR_WIDTH * 1.5) - model_cells), "cyan")
-        text.append("  model ", "magenta")
-        text.append("tools", "cyan")
+        text.append(BAR * model_cells, "$secondary")
+        text.append(BAR * (round(BAR_WIDTH * 1.5) - model_cells), "$accent")
+        text.append("  model ", "$secondary")
+        text.append("tools", "$accent")
 
     text.append("\n\nCalls     ", label)
     text.append(f"{stats.calls:,}  ")
@@ -71,7 +72,7 @@ def stats_text(stats: Stats) -> Text:
         largest = max(stats.calls_by_tool.values())
         for tool_name, count in stats.calls_by_tool.most_common(12):
             text.append(f"\n  {clip(tool_name, 12):<12} ")
-            text.append(_bar(count, largest), "cyan")
+            text.append(_bar(count, largest), "$accent")
             text.append(f" {count:,}")
         others = len(stats.calls_by_tool) - 12
         if others > 0:
@@ -106,9 +107,9 @@ class StatsPanel(VerticalScroll):
     """
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("No events yet.", "dim"), id="stats-text")
+        yield ThemedStatic(Text("No events yet.", "dim"), id="stats-text")
         yield Sparkline([], id="step-sparkline")
-        yield Static(id="stats-axis")
+        yield ThemedStatic(id="stats-axis")
 
     def set_stats(self, stats: Stats) -> None:
         self.query_one("#stats-text", Static).update(stats_text(stats))

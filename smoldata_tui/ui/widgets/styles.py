@@ -4,8 +4,8 @@ Rich styles from component classes, with translucent backgrounds blended in:
 
 ``get_component_rich_style(partial=True)`` keeps only the rules a class sets (so a span's own
 colour survives) but drops the alpha of a background (``$error 20%`` would come out as solid
-red). This takes the colour and text style from the partial style and the blended background
-from the full one.
+red), and works an ``auto`` colour out against no background. This takes the text style from the
+partial style and the colours it sets from the full one.
 """
 
 from __future__ import annotations
@@ -18,9 +18,16 @@ from textual.widget import Widget
 
 def component_style(widget: Widget, name: str) -> Style:
     partial = widget.get_component_rich_style(name, partial=True)
-    if partial.bgcolor is None:
+    if partial.bgcolor is None and partial.color is None:
         return partial
-    return partial + Style(bgcolor=widget.get_component_rich_style(name).bgcolor)
+    # The colours come from the full style: a translucent background is blended there, and an
+    # ``auto`` colour ($text-muted is "auto 60%") is worked out against the real background; in
+    # the partial style it is worked out against none, which gave white text on light themes.
+    full = widget.get_component_rich_style(name)
+    return partial + Style(
+        color=full.color if partial.color is not None else None,
+        bgcolor=full.bgcolor if partial.bgcolor is not None else None,
+    )
 
 
 class StyleCache:

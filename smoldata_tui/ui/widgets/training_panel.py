@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Sparkline, Static
 
 from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.ui.theme_text import ThemedStatic, themed
 from smoldata_tui.ui.training_data import (
     NO_TRAINING,
     CaptureProblem,
@@ -37,7 +38,7 @@ from smoldata_tui.ui.training_data import (
     turn_of_event,
 )
 
-_LEVEL_STYLE = {"FATAL": "bold red", "WARN": "yellow", "INFO": "dim"}
+_LEVEL_STYLE = {"FATAL": "bold $error", "WARN": "$warning", "INFO": "dim"}
 _LEVEL_MARK = {"FATAL": "\u2717", "WARN": "!", "INFO": "\u00b7"}
 
 
@@ -62,12 +63,12 @@ def summary_text(view: TrainingView) -> Text:
         text.append("native_tool_calls ", "bold")
         text.append(neutralize(", ".join(sorted(verdicts)), keep_newlines=False) + "\n")
     if not view.validated and turns:
-        text.append("not validated: openenv could not be imported\n", "yellow")
+        text.append("not validated: openenv could not be imported\n", "$warning")
     elif view.problems:
         text.append(f"{len(view.problems)} capture finding(s), {view.fatal_count} fatal\n",
-                    "bold red" if view.fatal_count else "yellow")  # fmt: skip
+                    "bold $error" if view.fatal_count else "$warning")  # fmt: skip
     elif turns:
-        text.append("openenv's validation: no findings\n", "green")
+        text.append("openenv's validation: no findings\n", "$success")
     return text
 
 
@@ -102,7 +103,7 @@ def turn_detail_text(turn: TurnSummary, link: TurnLink | None, problems: list[Ca
         asked, used = turn.requested.get(key, "-"), turn.applied.get(key, "-")
         changed = key in turn.requested and key in turn.applied and asked != used
         text.append(f"{clip(key, 22):<22} {_value(asked) if asked != '-' else '-'} → {_value(used) if used != '-' else '-'}\n",
-                    "yellow" if changed else "")  # fmt: skip
+                    "$warning" if changed else "")  # fmt: skip
     text.append("\nTool calls\n", "bold")
     if not turn.tool_calls:
         text.append("(none: a text answer)\n", "dim")
@@ -110,7 +111,7 @@ def turn_detail_text(turn: TurnSummary, link: TurnLink | None, problems: list[Ca
         text.append(f"{clip(call.name or '?', 40)}  {clip(call.call_id or '(no id)', 40)}\n")
     if link is not None:
         if link.step is None:
-            text.append("no step of the trace matches this turn\n", "yellow")
+            text.append("no step of the trace matches this turn\n", "$warning")
         else:
             how = "by callID" if link.how == "callID" else "by order"
             text.append(f"→ step {link.step}, {len(link.events)} tool row(s) ({how}); Enter jumps there\n", "dim")
@@ -163,14 +164,14 @@ class TrainingPanel(Vertical):
         self._first_event_of_step: dict[int, int] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("Looking for the training trace…", "dim"), id="training-summary")
-        yield Static("mean logprob per model call", classes="training-label", id="training-lp-label")
+        yield ThemedStatic(Text("Looking for the training trace…", "dim"), id="training-summary")
+        yield ThemedStatic("mean logprob per model call", classes="training-label", id="training-lp-label")
         yield Sparkline([], id="training-logprob")
-        yield Static("completion tokens per model call", classes="training-label", id="training-tok-label")
+        yield ThemedStatic("completion tokens per model call", classes="training-label", id="training-tok-label")
         yield Sparkline([], id="training-tokens")
         yield TurnTable(cursor_type="row", zebra_stripes=True, id="training-turns")
         with VerticalScroll(id="training-turn-scroll"):
-            yield Static(id="training-turn")
+            yield ThemedStatic(id="training-turn")
 
     def on_mount(self) -> None:
         table = self.query_one(TurnTable)
@@ -239,7 +240,7 @@ class TrainingPanel(Vertical):
             worst = "FATAL" if any(p.level == "FATAL" for p in problems) else ("WARN" if problems else "")
             coverage = turn.mask_coverage
             cells = [
-                Text(f"{turn.index + 1}", _LEVEL_STYLE.get(worst, ""), justify="right"),
+                themed(Text(f"{turn.index + 1}", _LEVEL_STYLE.get(worst, ""), justify="right"), self.app.theme_variables),
                 Text("-" if link is None or link.step is None else str(link.step), justify="right"),
                 Text(f"{turn.prompt_tokens:,}", justify="right"),
                 Text(f"{turn.completion_tokens:,}", justify="right"),

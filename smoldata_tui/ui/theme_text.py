@@ -1,0 +1,135 @@
+"""Colours from the current theme for text built in Python (never ANSI names like "red").
+
+Rich ``Text`` built by the screens names theme variables in its span styles (``"bold $error"``,
+``"$text-muted"``, ``"$success-badge"``: the theme's background on its success colour). Three
+ways to draw it, one rule for the names:
+
+- :func:`themed_content` for a ``Static``: Textual resolves the names at render time, so a
+  theme change recolours it without rebuilding the text;
+- :func:`themed` for a widget's ``render`` that must return Rich ``Text`` (resolved now);
+- :func:`rich_theme` for renderables turned into strips by a Rich console (the conversation's
+  markdown, diffs and checklists): named ``conv.*`` and ``markdown.*`` styles in theme colours.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from rich.theme import Theme
+from textual.color import Color
+from textual.content import Content, Span
+from textual.style import Style as ContentStyle
+from textual.widgets import Static
+
+
+# Colours with a ``text-`` variant: text in $error is drawn in $text-error, made to be read on the
+# theme's background (darker on light themes), as resolve_style does.
+_TEXT_VARIANTS = frozenset({"$error", "$success", "$warning", "$accent", "$primary", "$secondary"})
+
+
+def _badge(style: str) -> str:
+    """``$success-badge`` → the theme's background on its success colour; ``$error`` → ``$text-error``."""
+    words: list[str] = []
+    for word in style.split():
+        if word.startswith("$") and word.endswith("-badge"):
+            words += ["$background", "on", word[:-6]]
+        elif word in _TEXT_VARIANTS and (not words or words[-1] != "on"):
+            words.append("$text-" + word[1:])
+        else:
+            words.append(word)
+    return " ".join(words)
+
+
+def themed_content(text: Text) -> Content:
+    """Rich ``Text`` whose styles may name theme variables, as Textual ``Content`` (plain text, no markup)."""
+    spans = [
+        Span(start, end, _badge(style) if isinstance(style, str) else ContentStyle.from_rich_style(style))
+        for start, end, style in text.spans
+    ]
+    content = Content(text.plain, spans)
+    if text.style:
+        style = text.style
+        content = content.stylize_before(_badge(style) if isinstance(style, str) else ContentStyle.from_rich_style(style))
+    return content
+
+
+def _colour(variables: dict[str, str], name: str):
+    value = variables.get(name, "")
+    try:
+        if value.startswith("auto"):  # "auto 60%" ($text-muted): the foreground, faded into the background
+            percent = value.split()[1].rstrip("%") if len(value.split()) > 1 else "100"
+            background, foreground = Color.parse(variables["background"]), Color.parse(variables["foreground"])
+            return background.blend(foreground, float(percent) / 100).rich_color
+        return Color.parse(value).rich_color
+    except Exception:  # noqa: BLE001 - a theme without it: the terminal's default colour
+        return None
+
+
+def resolve_style(style: object, variables: dict[str, str]) -> object:
+    """One span style with ``$name`` words resolved against ``variables`` (``$error`` prefers ``text-error``)."""
+    if not isinstance(style, str) or "$" not in style:
+        return style
+    result = Style()
+    for word in style.split():
+        if word.startswith("$") and word.endswith("-badge"):
+            result += Style(color=_colour(variables, "background"), bgcolor=_colour(variables, word[1:-6]))
+        elif word.startswith("$"):
+            name = f"text-{word[1:]}" if f"text-{word[1:]}" in variables else word[1:]
+            result += Style(color=_colour(variables, name))
+        else:
+            result += Style.parse(word)
+    return result
+
+
+def themed(text: Text, variables: dict[str, str]) -> Text:
+    """Resolve ``$name`` colours in the spans' styles from the current theme (light and ANSI ones too)."""
+    text.spans = [span._replace(style=resolve_style(span.style, variables)) for span in text.spans]
+    return text
+
+
+# The conversation's named styles, as theme variables (resolved by rich_theme).
+CONVERSATION_STYLES = {
+    "conv.heading": "bold $accent",
+    "conv.step": "bold $text-muted",
+    "conv.muted": "$text-muted",
+    "conv.code": "$secondary",
+    "conv.error": "$error",
+    "conv.warning": "$warning",
+    "conv.success": "$success",
+    "conv.add": "$success",
+    "conv.remove": "$error",
+    "conv.hunk": "$accent",
+    "conv.fold": "italic $warning",
+    "conv.reasoning": "italic $text-muted",
+    "conv.tool": "bold $accent",
+    "conv.selected": "bold $primary",
+    "markdown.code": "bold $accent",
+    "markdown.code_block": "$secondary",
+    "markdown.block_quote": "italic $text-muted",
+    "markdown.list": "$accent",
+    "markdown.item.number": "$accent",
+    "markdown.h2": "underline bold $accent",
+    "markdown.h3": "bold $accent",
+    "markdown.h4": "italic bold",
+    "markdown.link": "underline $accent",
+    "markdown.link_url": "underline $accent",
+    "markdown.table.border": "$text-muted",
+    "markdown.table.header": "bold",
+    "markdown.kbd": "bold $warning",
+}
+
+
+def rich_theme(variables: dict[str, str]) -> Theme:
+    """A Rich theme whose ``conv.*`` and ``markdown.*`` styles are this Textual theme's colours."""
+    styles = {name: resolve_style(style, variables) for name, style in CONVERSATION_STYLES.items()}
+    return Theme(styles, inherit=True)
+
+
+class ThemedStatic(Static):
+    """A ``Static`` that draws Rich ``Text`` naming theme variables in the theme's colours (never markup)."""
+
+    def __init__(self, content: object = "", **kwargs) -> None:
+        super().__init__(themed_content(content) if isinstance(content, Text) else content, **kwargs)
+
+    def update(self, content: object = "", **kwargs) -> None:
+        super().update(themed_content(content) if isinstance(content, Text) else content, **kwargs)
