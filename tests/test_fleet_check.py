@@ -46,7 +46,7 @@ def trace_sets(draw):
     return items
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(items=trace_sets())
 def test_every_cpu_gives_the_one_process_output_in_order(tmp_path_factory, items):
     folder = tmp_path_factory.mktemp("fleet")
@@ -160,7 +160,7 @@ def test_run_check_writes_to_a_text_stream(tmp_path):
 _NAMES = st.sampled_from(["a", "a-b", "a.b", "B", "_x", ".hidden", "run", "z z", "r.requests", "p.proxy", "Ä"])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(tree=st.lists(st.tuples(st.lists(_NAMES, max_size=3), _NAMES, st.sampled_from([".jsonl", ".json", ""])),
                      min_size=1, max_size=25))  # fmt: skip
 def test_a_directory_lists_its_traces_as_sorted_rglob_does(tmp_path_factory, tree):
