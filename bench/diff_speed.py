@@ -122,13 +122,14 @@ def main() -> None:
         cli_s, _ = best_of(args.repeat, lambda: _cli(path_a, path_b), "cli")
         seed_s, seed = best_of(args.repeat, lambda: _seed_rule(path_a, path_b), "seed")
         read_s, (side_a, side_b) = best_of(
-            args.repeat, lambda: (load_episode(path_a, verdict_only=True), load_episode(path_b, verdict_only=True)), "read"
+            args.repeat, lambda: (load_episode(path_a, verdict_only=True, summaries=False),
+                                  load_episode(path_b, verdict_only=True, summaries=False)), "read"
         )
         full_s, _ = best_of(args.repeat, lambda: (load_episode(path_a), load_episode(path_b)), "full")
         keys_a, keys_b = _intern(side_a.calls, side_b.calls, "input_print")
         align_s, alignment = best_of(args.repeat, lambda: align(keys_a, keys_b), "align")
         script_s, diff = best_of(args.repeat, lambda: diff_calls(side_a, side_b), "script")
-        total_s, _ = best_of(args.repeat, lambda: diff_paths(str(path_a), str(path_b), verdict_only=True), "total")
+        total_s, _ = best_of(args.repeat, lambda: diff_paths(str(path_a), str(path_b), verdict_only=True, summaries=False), "total")
         difflib_s, matcher = best_of(
             args.repeat, lambda: difflib.SequenceMatcher(None, keys_a, keys_b).get_opcodes(), "difflib"
         )

@@ -15,6 +15,8 @@ cache directory for the cold runs:
 and the peak RSS of each run, all its processes together (workers included).
 Targets: first rows <= 0.3 s and every row from the cache <= 1 s, counted from the moment the
 table is on screen (Python's and Textual's own start-up come before it and are printed too);
+"every row shown" is when the cached rows are all on screen, "every row" when the listing of the
+folder has also confirmed each one (size and mtime of every trace and run.meta.json);
 peak RSS <= 300 MB. CPU seconds are printed as well: on a machine shared with other work the
 wall-clock numbers say how much of the CPUs the run was given as much as how fast it is.
 """
@@ -58,7 +60,7 @@ from smoldata_tui.ui.screens.fleet import FleetScreen
 async def main():
     app = ReplayApp(Path(sys.argv[1]))
     app.animation_level = "none"
-    first = mounted = None
+    first = mounted = shown = None
     async with app.run_test(size=(200, 50)) as pilot:
         while True:
             screen = app.screen
@@ -68,12 +70,14 @@ async def main():
                 rows = len(screen.table.rows)
                 if rows and first is None:
                     first = time.perf_counter() - started
+                if rows == int(sys.argv[2]) and shown is None:
+                    shown = time.perf_counter() - started  # every row on screen (from the cache: not yet confirmed)
                 if screen.last_refresh is not None and rows == int(sys.argv[2]):
                     break
             await asyncio.sleep(0.005)
         done = time.perf_counter() - started
         await pilot.press("q")
-    print(json.dumps({"first": first, "all": done, "rows": rows, "mounted": mounted}))
+    print(json.dumps({"first": first, "all": done, "rows": rows, "mounted": mounted, "shown": shown}))
 
 if __name__ == "__main__":
     asyncio.run(main())
@@ -158,6 +162,9 @@ def main() -> int:
     table_cold, table_cached = results["(c) table, cold"][0], results["(c) table, from the cache"][0]
     checks = [
         ("first rows, cold (table)", table_cold["first"] - table_cold["mounted"], 0.3, "s"),
+        # every row on screen, from the cache, before the listing has confirmed them
+        ("reopen, every row shown", table_cached["shown"] - table_cached["mounted"], 1.0, "s"),
+        # ... and every row confirmed by listing the folder (what a refresh costs)
         ("reopen, every row (table)", table_cached["all"] - table_cached["mounted"], 1.0, "s"),
         ("peak RSS (table, cold)", results["(c) table, cold"][1].peak_tree_rss_mb, 300, "MB"),
     ]

@@ -19,7 +19,7 @@ import orjson
 
 from smoldata_tui.fleet.aggregate import fleet_totals
 from smoldata_tui.fleet.pool import in_order
-from smoldata_tui.fleet.summary import EpisodeSummary, add_metadata
+from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.fleet.work import analyze_trace
 from smoldata_tui.session.metadata import is_trace_name
 from smoldata_tui.trace import TraceReport
@@ -33,14 +33,21 @@ class UsageError(Exception):
     """A bad argument or an unreadable path: exit status 2, one clear line."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Checked:
     """One trace's result: its summary, plus the report (table) or the ready JSON line (--json)."""
 
-    path: Path
+    name: str  # the trace's path as listed (a str pickles back from a worker cheaply)
     summary: EpisodeSummary
     report: TraceReport | None = None
     line: bytes | None = None
+
+    @property
+    def path(self) -> Path:
+        return Path(self.name)
+
+    def __reduce__(self):
+        return (Checked, (self.name, self.summary, self.report, self.line))  # see EpisodeSummary's
 
     @property
     def error(self) -> str | None:
@@ -54,23 +61,25 @@ class Checked:
         return self.summary.errors > 0
 
 
-def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[Path]:
+def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[str]:
     """Files as given; directories expand to their ``*.jsonl`` traces (recursively, sorted; a
     proxy trace beside an episode is not one). Only regular files are read: a FIFO or a device
     named as an argument is a usage error, one found in a directory is skipped with a line on
-    ``err`` (reading it would block, or never end)."""
+    ``err`` (reading it would block, or never end).
+
+    Paths are spelt and ordered as ``sorted(Path(directory).rglob("*.jsonl"))`` would give them.
+    """
     if not arguments:
         raise UsageError("give at least one trace file or directory")
-    traces: list[Path] = []
+    traces: list[str] = []
     for argument in arguments:
         path = Path(argument)
         if path.is_dir():
             found = []
-            for candidate in sorted(p for p in path.rglob("*.jsonl") if is_trace_name(p.name)):
-                kind = special_kind(candidate)
-                if kind is not None and kind != "a directory":
+            for candidate, kind in _walk_traces(str(path)):
+                if kind is not None:
                     print(f"smoldata-tui check: skipped {candidate}: {kind}, not a regular file", file=err or sys.stderr)
-                elif candidate.is_file():
+                else:
                     found.append(candidate)
             if not found:
                 raise UsageError(f"{argument}: no *.jsonl trace files in this directory")
@@ -79,10 +88,48 @@ def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[Path
             kind = special_kind(path)
             if kind is not None:
                 raise UsageError(f"{argument}: {kind}, not a regular file (save the stream to a file first)")
-            traces.append(path)
+            traces.append(argument)
         else:
             raise UsageError(f"{argument}: no such file or directory")
     return traces
+
+
+def _walk_traces(root: str) -> list[tuple[str, str | None]]:
+    """``(path, None)`` for every regular trace file under ``root`` and ``(path, kind)`` for a
+    special file (a FIFO…) named like one, in the order of ``sorted(Path(root).rglob("*.jsonl"))``:
+    by path components, descending into directories but not into symbolic links to them.
+
+    ``os.scandir`` instead of ``rglob`` + a ``stat`` per file: the directory entries already say
+    which are regular files, and a fleet of thousands of episodes is listed several times faster.
+    """
+    found: list[tuple[tuple[str, ...], str, str | None]] = []
+
+    def visit(directory: str, parts: tuple[str, ...]) -> None:
+        try:
+            with os.scandir(directory or ".") as entries:
+                listed = list(entries)
+        except OSError:
+            return
+        for entry in listed:
+            name = entry.name
+            child = os.path.join(directory, name) if directory else name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if name.endswith(".jsonl") and is_trace_name(name):
+                if entry.is_file():
+                    found.append((parts + (name,), child, None))
+                else:
+                    kind = special_kind(child)
+                    if kind is not None and kind != "a directory":
+                        found.append((parts + (name,), child, kind))
+            if is_dir:
+                visit(child, parts + (name,))
+
+    visit("" if root == "." else root, ())
+    found.sort(key=lambda item: item[0])
+    return [(path, kind) for _, path, kind in found]
 
 
 def json_line(path: str, report: TraceReport | None, summary: EpisodeSummary) -> bytes:
@@ -93,15 +140,13 @@ def json_line(path: str, report: TraceReport | None, summary: EpisodeSummary) ->
 
 def check_one(path: str, *, as_json: bool = False, with_metadata: bool = False, big: bool = False) -> Checked:
     """Analyse one trace (in parts on every CPU when ``big``); never raises for a bad file."""
-    report, summary = analyze_trace(path, big=big)
-    if with_metadata:
-        add_metadata(summary)
+    report, summary = analyze_trace(path, big=big, with_metadata=with_metadata)
     if as_json:  # made here, in the worker: the parent only writes bytes
-        return Checked(Path(path), summary, line=json_line(path, report, summary))
-    return Checked(Path(path), summary, report=report)
+        return Checked(path, summary, line=json_line(path, report, summary))
+    return Checked(path, summary, report=report)
 
 
-def check_all(traces: list[Path], *, as_json: bool, with_metadata: bool, workers: int | None = None):
+def check_all(traces: list[str] | list[Path], *, as_json: bool, with_metadata: bool, workers: int | None = None):
     """Every trace's :class:`Checked`, in the order given, computed on every CPU."""
     paths = [str(path) for path in traces]
     big = {index for index, path in enumerate(paths) if _size(path) >= PARALLEL_MIN_BYTES}

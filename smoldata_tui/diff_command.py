@@ -18,7 +18,7 @@ def run_diff(a: str, b: str, *, as_json: bool, out: TextIO | None = None) -> int
     if not as_json:
         return _run_screen(a, b)
     try:
-        diff = diff_paths(a, b, parallel=True, verdict_only=True)
+        diff = diff_paths(a, b, parallel=True, verdict_only=True, summaries=False)
     except DiffInputError as exc:
         print(f"smoldata-tui diff: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -46,7 +46,7 @@ def trace_sets(draw):
     return items
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(items=trace_sets())
 def test_every_cpu_gives_the_one_process_output_in_order(tmp_path_factory, items):
     folder = tmp_path_factory.mktemp("fleet")
@@ -155,3 +155,33 @@ def test_run_check_writes_to_a_text_stream(tmp_path):
     out = io.StringIO()
     assert run_check([str(tmp_path / "fleet")], as_json=True, strict=False, summary=True, out=out) == 0
     assert orjson.loads(out.getvalue().splitlines()[-1])["accepted"] == 3
+
+
+_NAMES = st.sampled_from(["a", "a-b", "a.b", "B", "_x", ".hidden", "run", "z z", "r.requests", "p.proxy", "Ä"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(tree=st.lists(st.tuples(st.lists(_NAMES, max_size=3), _NAMES, st.sampled_from([".jsonl", ".json", ""])),
+                     min_size=1, max_size=25))  # fmt: skip
+def test_a_directory_lists_its_traces_as_sorted_rglob_does(tmp_path_factory, tree):
+    """check's own directory walk (os.scandir) spells and orders paths as sorted(Path.rglob()) would."""
+    from pathlib import Path
+
+    from smoldata_tui.check import collect_traces
+    from smoldata_tui.session.metadata import is_trace_name
+
+    root = tmp_path_factory.mktemp("walk")
+    for folders, name, suffix in tree:
+        folder = root.joinpath(*folders)
+        if any(parent.is_file() for parent in [folder, *folder.parents]):
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / (name + suffix)
+        if not target.exists():
+            target.write_bytes(b"{}\n")
+    (root / "linked").symlink_to(root, target_is_directory=True)  # rglob does not descend into it
+    expected = [str(p) for p in sorted(Path(root).rglob("*.jsonl")) if p.is_file() and is_trace_name(p.name)]
+    if not expected:
+        return
+    assert collect_traces([str(root)]) == expected
+    assert collect_traces([str(root) + "/"]) == expected

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from smoldata_tui.session.metadata import (
     REDACTED,
     EpisodeMetadata,
@@ -120,3 +123,27 @@ def test_grader_output_is_redacted_on_load(tmp_path):
     path = tmp_path / "g.meta.json"
     path.write_text(json.dumps({"grade": {"grader_output": "token sk-aaaaaaaaaaaaaaaaaaaaaaaa leaked"}}))
     assert "sk-aaaa" not in load_metadata(path).grade.grader_output
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES, indent=st.sampled_from([None, 2]))
+def test_metadata_json_is_read_as_json_reads_it(value, indent):
+    """run.meta.json is decoded by orjson where it agrees with json: never a different value."""
+    import json
+
+    from smoldata_tui.session.metadata import _decode_json
+
+    data = json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    try:
+        expected = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:  # a lone surrogate cannot be UTF-8: both fail the same way
+        return
+    decoded = _decode_json(data)
+    assert repr(decoded) == repr(expected)  # repr: NaN, -0.0 and int/float kept apart

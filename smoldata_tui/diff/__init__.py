@@ -14,15 +14,18 @@ from smoldata_tui.diff.report import SideFacts, diff_json, side_facts
 PARALLEL_MIN_BYTES = 4 << 20  # below this a second process costs more than it saves
 
 
-def diff_paths(a: str, b: str, *, parallel: bool = False, verdict_only: bool = False) -> EpisodeDiff:
+def diff_paths(
+    a: str, b: str, *, parallel: bool = False, verdict_only: bool = False, summaries: bool = True
+) -> EpisodeDiff:
     """Load both sides and align them (raises DiffInputError for a path it cannot use).
 
     ``parallel``: read B in a forked process while A is read here, when both are big. Only for a
     caller without threads (the CLI): forking a threaded process is unsafe. ``verdict_only``: each
     side's report holds its verdict and skipped lines, not findings and stats (what ``--json``
-    prints needs no more, and reading is several times faster).
+    prints needs no more, and reading is several times faster). ``summaries=False``: the calls'
+    one-line summaries, which only the screen shows, are not made.
     """
-    load = functools.partial(load_episode, verdict_only=verdict_only)
+    load = functools.partial(load_episode, verdict_only=verdict_only, summaries=summaries)
     if parallel and _worth_a_process(a, b):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor

@@ -10,9 +10,15 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 
-from smoldata_tui.session.metadata import effective_status, load_metadata, metadata_path_for, parse_time
+from smoldata_tui.session.metadata import (
+    METADATA_SUFFIX,
+    EpisodeMetadata,
+    effective_status,
+    load_metadata,
+    parse_time,
+    sibling_path,
+)
 from smoldata_tui.trace.analysis import TraceReport
 from smoldata_tui.trace.text import clip
 
@@ -80,6 +86,11 @@ class EpisodeSummary:
     def to_row(self) -> list:
         return [getattr(self, name) for name in _FIELDS]
 
+    def __reduce__(self):
+        # Pickled by its fields, in order (a worker sends one back per trace): several times
+        # cheaper than the default for a slotted dataclass.
+        return (EpisodeSummary, tuple(self.to_row()))
+
     @classmethod
     def from_row(cls, row: list) -> EpisodeSummary:
         if len(row) != len(_FIELDS):
@@ -129,14 +140,17 @@ def unreadable(path: str, exc: OSError) -> EpisodeSummary:
 
 def add_metadata(summary: EpisodeSummary) -> EpisodeSummary:
     """Fill the run.meta.json fields (and note a training trace) from the files beside the trace."""
-    trace = Path(summary.path)
-    meta_path = metadata_path_for(trace)
     problems: list[str] = []
-    metadata = load_metadata(meta_path, problems)
+    metadata = load_metadata(sibling_path(summary.path, METADATA_SUFFIX), problems)
+    return fill_metadata(summary, metadata, problems)
+
+
+def fill_metadata(summary: EpisodeSummary, metadata: EpisodeMetadata | None, problems: list[str]) -> EpisodeSummary:
+    """:func:`add_metadata` with ``run.meta.json`` already loaded (``problems``: what loading it said)."""
     if problems:
         summary.meta_error = clip("; ".join(problems), 300)
     summary.has_meta = metadata is not None or bool(problems)
-    summary.training = os.path.exists(trace.with_name(trace.stem + TRAINING_SUFFIX))
+    summary.training = os.path.exists(sibling_path(summary.path, TRAINING_SUFFIX))
     if metadata is None:
         return summary
     # A run whose process died without saving reads as interrupted (session.metadata.effective_status).

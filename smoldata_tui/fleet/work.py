@@ -5,14 +5,19 @@ Kept apart so a forkserver can preload it (and through it the whole engine) once
 
 from __future__ import annotations
 
-from smoldata_tui.fleet.summary import EpisodeSummary, add_metadata, from_report, unreadable
+from smoldata_tui.fleet.summary import EpisodeSummary, fill_metadata, from_report, unreadable
+from smoldata_tui.session.metadata import METADATA_SUFFIX, load_metadata, sibling_path
 from smoldata_tui.trace.analysis import TraceReport, analyze_path
 from smoldata_tui.trace.export_doc import account_for_export
 from smoldata_tui.trace.parallel import analyze_path_parallel
+from smoldata_tui.training.config_findings import sidecar_findings
 
 
-def analyze_trace(path: str, *, big: bool = False) -> tuple[TraceReport | None, EpisodeSummary]:
-    """The report (None when the file cannot be read) and its summary, without metadata.
+def analyze_trace(
+    path: str, *, big: bool = False, with_metadata: bool = False
+) -> tuple[TraceReport | None, EpisodeSummary]:
+    """The report (None when the file cannot be read) and its summary; with ``with_metadata``
+    the summary also has what ``run.meta.json`` says (read once, for the findings too).
 
     ``big``: analyse the file in parts on every CPU (from a process that is not a pool worker).
     The one place ``check`` and the fleet get a trace's report: findings from elsewhere (the
@@ -22,14 +27,21 @@ def analyze_trace(path: str, *, big: bool = False) -> tuple[TraceReport | None, 
         report = analyze_path_parallel(path) if big else analyze_path(path)[0]
         report = account_for_export(path, report)  # an `opencode export` document is said to be one
     except OSError as exc:
-        return None, unreadable(path, exc)
-    from smoldata_tui.training.config_findings import sidecar_findings
-
-    report.findings.extend(sidecar_findings(path))  # the episode's configuration, when its sidecars sit beside it
-    return report, from_report(path, report)
+        report, summary = None, unreadable(path, exc)
+        if with_metadata:
+            problems: list[str] = []
+            fill_metadata(summary, load_metadata(sibling_path(path, METADATA_SUFFIX), problems), problems)
+        return report, summary
+    problems = []
+    metadata = load_metadata(sibling_path(path, METADATA_SUFFIX), problems)
+    # the episode's configuration, when its sidecars sit beside it
+    report.findings.extend(sidecar_findings(path, metadata=metadata))
+    summary = from_report(path, report)
+    if with_metadata:
+        fill_metadata(summary, metadata, problems)
+    return report, summary
 
 
 def summarize_episode(path: str) -> EpisodeSummary:
     """The fleet table's row: the trace's summary and what ``run.meta.json`` says."""
-    _report, summary = analyze_trace(path)
-    return add_metadata(summary)
+    return analyze_trace(path, with_metadata=True)[1]

@@ -56,6 +56,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
+
 FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
 METADATA_SUFFIX = ".meta.json"
@@ -294,6 +296,18 @@ def mark_interrupted(path: str | os.PathLike[str]) -> bool:
     return True
 
 
+def sibling_path(trace: str | os.PathLike[str], suffix: str) -> str:
+    """``run.jsonl`` → ``run<suffix>`` in the same folder (the stem as ``Path.stem`` cuts it).
+
+    Strings, not Paths: a fleet asks this for every trace, and building Paths cost more than
+    reading the sidecars.
+    """
+    folder, name = os.path.split(os.fspath(trace))
+    dot = name.rfind(".")
+    stem = name[:dot] if 0 < dot < len(name) - 1 else name
+    return os.path.join(folder, stem + suffix)
+
+
 def metadata_path_for(trace: str | os.PathLike[str]) -> Path:
     """``run.jsonl`` → ``run.meta.json`` in the same folder."""
     path = Path(trace)
@@ -454,7 +468,7 @@ def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = Non
     appended to ``problems`` as one sentence, for the caller to show.
     """
     notes: list[str] = []
-    path = Path(path)
+    path = os.fspath(path)
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_METADATA_BYTES + 1)
@@ -469,7 +483,7 @@ def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = Non
             notes.append(f"it is larger than {MAX_METADATA_BYTES >> 20} MB, so it is not an episode metadata file")
         else:
             try:
-                decoded = json.loads(data.decode("utf-8"))
+                decoded = _decode_json(data)
             except UnicodeDecodeError:
                 notes.append("it is not UTF-8 text")
             except ValueError as exc:  # json.JSONDecodeError, RecursionError is not expected here
@@ -477,8 +491,26 @@ def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = Non
             else:
                 metadata = metadata_from_json(decoded, notes)
     if problems is not None:
-        problems.extend(f"{path.name}: {note}" for note in notes)
+        problems.extend(f"{os.path.basename(path)}: {note}" for note in notes)
     return metadata
+
+
+def _decode_json(data: bytes) -> object:
+    """``json.loads(data.decode("utf-8"))``, by orjson where the two agree.
+
+    orjson refuses NaN, lone surrogates and a BOM, which json reads (or reports in its own
+    words): those go to json. It reads an integer past 64 bits as a float where json keeps it
+    whole, so a document with a 19-digit run goes to json too. What is left, both read alike.
+    """
+    if _LONG_DIGITS.search(data) is None:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(data.decode("utf-8"))
+
+
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 def save_metadata(path: str | os.PathLike[str], metadata: EpisodeMetadata,

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smoldata_tui.training.requests import RequestLog
+# TRAINING_OUTPUT_CAP lives in requests so that the findings can import it without urllib and sockets.
+from smoldata_tui.training.requests import TRAINING_OUTPUT_CAP, RequestLog
 
-TRAINING_OUTPUT_CAP = 4096  # the environment's OpenCodeConfig.proxy_max_tokens_cap
 NOT_TRAINABLE = "not trainable: the endpoint returns no token ids"
 _MODULES = (
     "openenv.core.harness.capture.runner",

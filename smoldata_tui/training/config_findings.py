@@ -27,10 +27,9 @@ from pathlib import Path
 
 import orjson
 
-from smoldata_tui.session.metadata import EpisodeMetadata, load_metadata, metadata_path_for
+from smoldata_tui.session.metadata import METADATA_SUFFIX, EpisodeMetadata, load_metadata, sibling_path
 from smoldata_tui.trace.finding import Finding, Severity
-from smoldata_tui.training.capture import TRAINING_OUTPUT_CAP
-from smoldata_tui.training.requests import read_requests, request_summary, requests_path_for
+from smoldata_tui.training.requests import REQUESTS_SUFFIX, TRAINING_OUTPUT_CAP, read_requests, request_summary
 
 MAX_TRACE_SCAN_BYTES = 256 << 20
 
@@ -73,7 +72,7 @@ def _offered(config: dict, requests: list[dict], disabled: list[str]) -> list[Fi
     return [Finding("disabled_tool_offered", Severity.WARNING, None, None, message)]
 
 
-def _called(trace_path: Path, disabled: list[str]) -> list[Finding]:
+def _called(trace_path: str, disabled: list[str]) -> list[Finding]:
     found = []
     try:
         with open(trace_path, "rb") as handle:
@@ -141,21 +140,31 @@ def _policy_from_metadata(metadata: EpisodeMetadata) -> list[Finding]:
     ]  # fmt: skip
 
 
-def _proxy_requests(trace_path: Path, metadata: EpisodeMetadata | None, problems: list[str] | None) -> list[dict] | None:
+def _proxy_requests(trace_path: str, metadata: EpisodeMetadata | None, problems: list[str] | None) -> list[dict] | None:
     """opencode_env's proxy trace (``--harness opencode-env``) holds each forwarded request whole."""
     if metadata is None or not metadata.proxy_trace:
         return None
-    records = read_requests(trace_path.with_name(Path(metadata.proxy_trace).name), problems)
+    records = read_requests(os.path.join(os.path.dirname(trace_path), Path(metadata.proxy_trace).name), problems)
     if records is None:
         return None
     return [request_summary(record["request"]) for record in records if isinstance(record.get("request"), dict)]
 
 
-def sidecar_findings(trace_path: str | os.PathLike[str], problems: list[str] | None = None) -> list[Finding]:
-    """The configuration findings for the episode whose trace is ``trace_path``; [] without sidecars."""
-    trace_path = Path(trace_path)
-    metadata = load_metadata(metadata_path_for(trace_path), problems)
-    requests = read_requests(requests_path_for(trace_path), problems)
+_UNREAD = object()
+
+
+def sidecar_findings(
+    trace_path: str | os.PathLike[str], problems: list[str] | None = None, *, metadata: object = _UNREAD
+) -> list[Finding]:
+    """The configuration findings for the episode whose trace is ``trace_path``; [] without sidecars.
+
+    ``metadata``: the episode's ``run.meta.json`` as the caller already loaded it (None: absent),
+    so a fleet reads it once per episode.
+    """
+    trace_path = os.fspath(trace_path)
+    if metadata is _UNREAD:
+        metadata = load_metadata(sibling_path(trace_path, METADATA_SUFFIX), problems)
+    requests = read_requests(sibling_path(trace_path, REQUESTS_SUFFIX), problems)
     if requests is None:
         requests = _proxy_requests(trace_path, metadata, problems)
     findings: list[Finding] = []

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 REQUESTS_SUFFIX = ".requests.jsonl"
+TRAINING_OUTPUT_CAP = 4096  # the environment's OpenCodeConfig.proxy_max_tokens_cap
 MAX_REQUESTS_BYTES = 64 << 20  # a summary is a few hundred bytes; this is far past any episode
 
 
@@ -72,7 +73,7 @@ class RequestLog:
             self.count += 1
 
 
-def read_capped(path: Path, limit: int, notes: list[str]) -> bytes | None:
+def read_capped(path: str | os.PathLike[str], limit: int, notes: list[str]) -> bytes | None:
     """Up to ``limit`` + 1 bytes of a sidecar; None when it is absent or unreadable (said in ``notes``)."""
     try:
         with open(path, "rb") as handle:
@@ -86,7 +87,7 @@ def read_capped(path: Path, limit: int, notes: list[str]) -> bytes | None:
 
 def read_requests(path: str | os.PathLike[str], problems: list[str] | None = None) -> list[dict] | None:
     """The summaries in a requests file; None when it is absent. Bad lines are skipped and said."""
-    path = Path(path)
+    path = os.fspath(path)
     notes: list[str] = []
     data = read_capped(path, MAX_REQUESTS_BYTES, notes)
     found = None if data is None else []
@@ -104,5 +105,5 @@ def read_requests(path: str | os.PathLike[str], problems: list[str] | None = Non
         else:
             notes.append(f"line {number} is not a JSON object: skipped")
     if problems is not None:
-        problems.extend(f"{path.name}: {note}" for note in notes)
+        problems.extend(f"{os.path.basename(path)}: {note}" for note in notes)
     return found
