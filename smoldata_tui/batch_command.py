@@ -109,8 +109,9 @@ def run_batch(args, out: TextIO | None = None, err: TextIO | None = None) -> int
         print(f"smoldata-tui run: {exc}", file=err)
         return 2
     if not args.headless:
-        print("smoldata-tui run: a batch needs --headless for now (its live grid is not built yet)", file=err)
-        return 2
+        from smoldata_tui.ui.batch_app import run_batch_live
+
+        return run_batch_live(plan)
     return run_batch_headless(plan, out, err)
 
 

@@ -72,9 +72,14 @@ class _Observer:
 class ConfirmCancel(ModalScreen[bool]):
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
+    def __init__(self, question: str = "Cancel the episode? The agent is stopped, what it wrote is kept, the sandbox "
+                 "released.") -> None:  # fmt: skip
+        super().__init__()
+        self.question = question
+
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
-            yield Static(Text("Cancel the episode? The agent is stopped, what it wrote is kept, the sandbox released."))
+            yield Static(Text(self.question))
             with Horizontal():
                 yield Button("Cancel the episode (y)", id="yes", variant="error")
                 yield Button("Keep running (n)", id="no")
