@@ -165,3 +165,18 @@ def test_a_429_holds_back_every_daytona_call_of_the_process():
     assert asyncio.run(both()) == ("ok", "ok")
     assert sent["other"][0] - start >= retry.FIRST_DELAY_S * 0.9  # held back by the other call's 429
     assert retry.shared_backoff_left() == 0
+
+
+def test_a_grid_row_reads_progress_as_the_trace_streams_in():
+    from smoldata_tui.session.batch import EpisodeRun
+
+    run = EpisodeRun(EpisodeOutcome("sales-top-region", 1))
+    assert run.progress() == {"steps": 0, "calls": 0, "last_tool": None, "findings": 0, "verdict": None}
+    data = (SAMPLES / "clean_pass.jsonl").read_bytes()
+    lines = data.splitlines(keepends=True)
+    run.received(b"".join(lines[:3]))
+    partial = run.progress()
+    run.received(b"".join(lines[3:]))
+    assert partial["calls"] <= 3
+    assert run.progress() == {"steps": 4, "calls": 3, "last_tool": "write", "findings": 0, "verdict": "accepted"}
+    assert run.finish_analysis().verdict.native_tool_calls == 3

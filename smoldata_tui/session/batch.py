@@ -52,7 +52,9 @@ class EpisodeRun:
         self.cancelled = False
         self._listeners: list[EpisodeObserver] = []
         self._lock = threading.Lock()
-        self._analysis = TraceAnalysis(keep_events=True)
+        self._last_tool: str | None = None
+        # No event records kept: a batch may hold hundreds of episodes; the grid needs the last tool only.
+        self._analysis = TraceAnalysis(on_event=self._see_event)
         self._stages: list[tuple[str, str, float, str]] = []  # replayed to a listener that joins late
 
     @property
@@ -79,6 +81,12 @@ class EpisodeRun:
             listeners = list(self._listeners)
         for listener in listeners:
             listener.received(data)
+
+    def _see_event(self, event: object, *_where: int) -> None:
+        if isinstance(event, dict) and event.get("type") == "tool_use" and isinstance(event.get("part"), dict):
+            tool = event["part"].get("tool")
+            if isinstance(tool, str):
+                self._last_tool = tool
 
     # --- following ----------------------------------------------------------------------------
     def follow(self, listener: EpisodeObserver) -> None:
@@ -112,8 +120,7 @@ class EpisodeRun:
         """steps, calls, last tool, findings, the verdict if the trace ended now."""
         with self._lock:
             stats = self._analysis.stats
-            events = self._analysis.events or []
-            last_tool = next((record.tool for record in reversed(events) if record.tool), None)
+            last_tool = self._last_tool
             return {
                 "steps": stats.steps,
                 "calls": sum(stats.calls_by_tool.values()),
