@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import TextIO
 
-from smoldata_tui.run_command import STOP_SIGNALS, UsageError, _check_save_dir, _find_task, episode_spec, watch_reader
+from smoldata_tui.run_command import STOP_SIGNALS, HeadlessPrinter, UsageError, _check_save_dir, _find_task, episode_spec, watch_reader
 from smoldata_tui.session.batch import Batch, BatchPlan, EpisodeRun
 from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.tasks import TaskError, default_task_root
@@ -70,9 +70,7 @@ class HeadlessBatchPrinter:
     """One line per episode start and end, from the episodes' threads, never interleaved."""
 
     def __init__(self, out: TextIO, on_closed) -> None:
-        self.out = out
-        self.on_closed = on_closed
-        self.closed = False
+        self._printer = HeadlessPrinter(out, out, on_closed=on_closed)
         self._lock = threading.Lock()
 
     def episode_started(self, run: EpisodeRun) -> None:
@@ -88,17 +86,8 @@ class HeadlessBatchPrinter:
         self.print_line(clip(" ".join(parts), 400))
 
     def print_line(self, line: str) -> None:
-        with self._lock:
-            if self.closed:
-                return
-            try:
-                print(line, file=self.out, flush=True)
-                return
-            except BrokenPipeError:
-                self.closed = True
-                with open(os.devnull, "w") as devnull:
-                    os.dup2(devnull.fileno(), self.out.fileno())
-        self.on_closed()
+        with self._lock:  # the single run's printer: a closed reader stops the batch once
+            self._printer.print_line(line)
 
 
 def run_batch(args, out: TextIO | None = None, err: TextIO | None = None) -> int:

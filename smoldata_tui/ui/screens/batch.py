@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from smoldata_tui.session.batch import Batch, BatchPlan, EpisodeRun
 from smoldata_tui.trace.text import clip, neutralize
-from smoldata_tui.ui.screens.live import ConfirmCancel
+from smoldata_tui.ui.screens.live import ConfirmCancel, ask_then
 
 TICK_S = 0.5
 COLUMNS = (("task", 26), ("attempt", 7), ("stage", 16), ("elapsed", 8), ("steps", 5), ("calls", 5),
@@ -181,16 +181,12 @@ class BatchScreen(Screen[None]):
     def action_cancel(self, key: str = "Esc") -> None:
         if not self.running:
             return
-        if isinstance(self.app.screen, ConfirmCancel):  # asked already: pressing it again means yes
-            self.app.screen.dismiss(True)
-            return
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.batch.cancel_all(f"{key} (cancel confirmed)")
-                self._tick()
+        def cancel() -> None:
+            self.batch.cancel_all(f"{key} (cancel confirmed)")
+            self._tick()
 
-        self.app.push_screen(ConfirmCancel(CANCEL_ALL_QUESTION), answered)
+        ask_then(self.app, ConfirmCancel(CANCEL_ALL_QUESTION), cancel)
 
     def action_quit_episode(self, reason: str = "q (quit)") -> None:
         if not self.running:

@@ -91,6 +91,14 @@ class ConfirmCancel(ModalScreen[bool]):
         self.dismiss(answer)
 
 
+def ask_then(app, question: ConfirmCancel, on_yes) -> None:
+    """Ask before cancelling; the cancel key pressed again while asked means yes."""
+    if isinstance(app.screen, ConfirmCancel):
+        app.screen.dismiss(True)
+        return
+    app.push_screen(question, lambda yes: on_yes() if yes else None)
+
+
 class LiveScreen(Screen[None]):
     BINDINGS = [
         Binding("enter,t", "timeline", "Timeline"),
@@ -262,16 +270,12 @@ class LiveScreen(Screen[None]):
     def action_cancel(self, key: str = "Esc") -> None:
         if not self.running:
             return
-        if isinstance(self.app.screen, ConfirmCancel):  # asked already: pressing it again means yes
-            self.app.screen.dismiss(True)
-            return
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.episode.cancel(f"{key} (cancel confirmed)")
-                self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="yellow"))
+        def cancel() -> None:
+            self.episode.cancel(f"{key} (cancel confirmed)")
+            self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="yellow"))
 
-        self.app.push_screen(ConfirmCancel(), answered)
+        ask_then(self.app, ConfirmCancel(), cancel)
 
     def action_quit_episode(self, reason: str = "q (quit)") -> None:
         if not self.running:
