@@ -131,10 +131,19 @@ def _add_run_parser(commands) -> None:
             "Stage a task into a fresh sandbox, run the pinned OpenCode against a model endpoint (or the "
             "replay model), follow its log, grade the answer on the host and save the episode "
             "(trace + metadata, no secrets). With --headless: one line per event, then one JSON line. "
-            "Exit 0 when the episode was graded, 1 when it could not be, 2 for usage errors."
+            "Several tasks, --all or --attempts K > 1 run a batch: one episode per (task, attempt) in "
+            "SAVE/<batch>/<task>-<attempt>/ with batch.json, pass@k per task. "
+            "Exit 0 when the episode (every episode of a batch) was graded, 1 when not, 2 for usage errors."
         ),
     )
-    run.add_argument("--task", required=True, metavar="NAME", help="the task folder's name")
+    run.add_argument("--task", action="append", metavar="NAME",
+                     help="the task folder's name; repeat it for a batch of several tasks")
+    run.add_argument("--all", action="store_true", help="every task of the task set, as one batch")
+    run.add_argument("--attempts", type=int, default=1, metavar="K",
+                     help="episodes per task; a batch reports pass@1..pass@K per task (default 1)")
+    run.add_argument("--concurrency", type=int, metavar="N",
+                     help="episodes of a batch running at once (default: the CPU count locally, "
+                     "16 on Daytona)")
     run.add_argument("--tasks", metavar="DIR", help="the task set (default: the sample tasks that ship with smoldata-tui)")
     run.add_argument("--backend", default="local", choices=["local", "daytona"],
                      help="where the sandbox runs: local (bubblewrap) or daytona (DAYTONA_API_KEY) (default: local)")

@@ -170,10 +170,11 @@ def _check_save_dir(folder: str) -> Path:
     return path
 
 
-def episode_spec(args) -> EpisodeSpec:
-    """The episode the arguments describe; raises TaskError, EndpointError or UsageError."""
+def episode_spec(args, task_name: str | None = None) -> EpisodeSpec:
+    """The episode the arguments describe (``task_name``: one of a batch's); raises TaskError,
+    EndpointError or UsageError."""
     timeout_s = _check_timeout(args.timeout)
-    task = _find_task(args.task, args.tasks)
+    task = _find_task(task_name or args.task, args.tasks)
     daytona = None
     if args.backend == "daytona":
         from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, DaytonaSettings, has_api_key
@@ -207,8 +208,13 @@ def episode_spec(args) -> EpisodeSpec:
 
 def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
+    names = list(getattr(args, "task", None) or [])
+    if getattr(args, "all", False) or len(names) != 1 or getattr(args, "attempts", 1) != 1:
+        from smoldata_tui.batch_command import run_batch
+
+        return run_batch(args, out, err)
     try:
-        spec = episode_spec(args)
+        spec = episode_spec(args, names[0])
     except (TaskError, EndpointError, UsageError) as exc:
         print(f"smoldata-tui run: {exc}", file=err)
         return 2

@@ -126,7 +126,7 @@ class Episode:
     def run(self) -> EpisodeResult:
         spec = self.spec
         self._deadline = time.monotonic() + spec.timeout_s
-        self.run_dir = new_run_dir(Path(spec.save_dir), spec.task.name)
+        self.run_dir = new_run_dir(Path(spec.save_dir), spec.task.name, spec.run_name)
         trace_path = self.run_dir / "run.jsonl"
         trace_path.touch()
         metadata = EpisodeMetadata(

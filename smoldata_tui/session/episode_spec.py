@@ -62,6 +62,7 @@ class EpisodeSpec:
     harness: str = "builtin"
     daytona: object | None = None  # DaytonaSettings for backend "daytona" (None: from the environment)
     capture: bool = True  # the built-in harness's model traffic through openenv's capture proxy
+    run_name: str | None = None  # the run folder's exact name inside save_dir (a batch's "<task>-<attempt>")
 
 
 @dataclass
@@ -92,7 +93,14 @@ def now_utc() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def new_run_dir(save_dir: Path, task_name: str) -> Path:
+def new_run_dir(save_dir: Path, task_name: str, exact: str | None = None) -> Path:
+    if exact is not None:  # a batch names each episode's folder; a second run must not reuse it
+        run_dir = save_dir / exact
+        try:
+            run_dir.mkdir(parents=True)
+        except FileExistsError:
+            raise EpisodeFailed("saving", f"{run_dir} already exists") from None
+        return run_dir
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     for attempt in range(1000):
         run_dir = save_dir / (f"{stamp}-{task_name}" + ("" if attempt == 0 else f"-{attempt}"))

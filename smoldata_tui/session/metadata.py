@@ -518,14 +518,16 @@ def save_metadata(path: str | os.PathLike[str], metadata: EpisodeMetadata,
     """Write atomically (a temporary file in the same folder, then a rename): a reader sees the
     old file or the new one, never half of one. The config is redacted on the way out, and the
     whole text passes ``scrub`` (the episode's :class:`SecretScrubber`) last."""
-    path = Path(path)
     payload = json.dumps(metadata.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    if scrub is not None:
-        payload = scrub(payload)
+    write_text_atomically(Path(path), scrub(payload) if scrub is not None else payload)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """A temporary file in the same folder, synced, then renamed over ``path``."""
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(payload)
+            stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -112,9 +113,32 @@ def ensure_opencode(
     say = progress or (lambda line: None)
     version = _checked_version(version)
     binary = installed_binary(version, cache_dir=cache_dir)
-    if binary_version(binary) == version:
+    # Threads of one process (a batch's episodes) check and install one at a time, and a binary
+    # checked once is not started again while its file is unchanged; flock below serialises
+    # processes (and threads too, each holding its own open file).
+    with _thread_lock:
+        identity = _identity(binary)
+        if identity is not None and _verified.get(binary) == identity:
+            return binary
+        if binary_version(binary) != version:
+            _install_locked(version, binary, cache_dir, say)
+        _verified[binary] = _identity(binary)
         return binary
 
+
+_thread_lock = threading.Lock()
+_verified: dict[Path, tuple[int, int, int]] = {}
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return (found.st_ino, found.st_size, found.st_mtime_ns)
+
+
+def _install_locked(version: str, binary: Path, cache_dir, say: Progress) -> Path:
     root = opencode_cache_dir(cache_dir)
     try:
         root.mkdir(parents=True, exist_ok=True)

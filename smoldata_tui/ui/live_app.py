@@ -58,14 +58,16 @@ class LiveApp(App[None]):
         loop = asyncio.get_running_loop()
         for sig, reason in STOP_SIGNALS.items():  # a closed terminal, `kill`, Ctrl-C sent as a signal
             loop.add_signal_handler(sig, self.stop_signal, sig, reason)
+        self.push_screen(self.first_screen())
+
+    def first_screen(self):
         if self.spec is not None:
             from smoldata_tui.ui.screens.live import LiveScreen
 
-            self.push_screen(LiveScreen(self.spec))
-        else:
-            from smoldata_tui.ui.screens.home import HomeScreen
+            return LiveScreen(self.spec)
+        from smoldata_tui.ui.screens.home import HomeScreen
 
-            self.push_screen(HomeScreen(self.tasks_root, self.runs))
+        return HomeScreen(self.tasks_root, self.runs)
 
     def stop_signal(self, signum: int, reason: str) -> None:
         if signum == signal.SIGHUP and not self._terminal_lost:

@@ -8,6 +8,7 @@ A create that fails or times out deletes the sandbox it may have made, by id or 
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from collections.abc import Callable
@@ -68,6 +69,44 @@ async def _new_client():
     return AsyncDaytona()  # reads DAYTONA_API_KEY / _API_URL / _TARGET itself: the key never passes us
 
 
+# One client (one connection pool) for every live sandbox of the process, per loop and account:
+# a batch of many episodes shares it. Counted, so it is closed when its last sandbox goes. Only
+# touched from the loop's own thread, so no lock.
+_shared_clients: dict[tuple, list] = {}
+
+
+def _account_key() -> tuple:
+    import asyncio
+    import hashlib
+
+    key = hashlib.sha256(os.environ.get("DAYTONA_API_KEY", "").encode()).hexdigest()  # never kept in clear
+    return (id(asyncio.get_running_loop()), os.environ.get("DAYTONA_API_URL"), os.environ.get("DAYTONA_TARGET"), key)
+
+
+async def _acquire_client():
+    entry = _shared_clients.get(key := _account_key())
+    if entry is None:
+        entry = _shared_clients[key] = [await _new_client(), 0]
+    entry[1] += 1
+    return entry[0]
+
+
+async def _release_client(client) -> None:
+    for key, entry in list(_shared_clients.items()):
+        if entry[0] is client:
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del _shared_clients[key]
+            break
+    await client.close()
+
+
+def shared_client_count() -> int:
+    """How many shared clients are open (tests: one for a whole batch, none once it ended)."""
+    return len(_shared_clients)
+
+
 class DaytonaSandboxBackend:
     def __init__(self, settings: DaytonaSettings | None = None, *, bridge: LoopThread | None = None) -> None:
         self.settings = settings or DaytonaSettings.from_environment()
@@ -84,7 +123,7 @@ class DaytonaSandboxBackend:
         metadata = dict(metadata or {})
         name = f"smoldata-{secrets.token_hex(6)}"
         params = self._params(name, timeout_s, envs, metadata)
-        client = self._bridge.run(_new_client())
+        client = self._bridge.run(_acquire_client())
         created_id: list[str] = []
 
         def build_log(chunk: str) -> None:  # chunks of the image build's log, not always whole lines
@@ -115,7 +154,7 @@ class DaytonaSandboxBackend:
         except BaseException as exc:
             leftover = self._delete_leftover(client, created_id, name)
             live_runs.forget(name)
-            self._bridge.run(client.close())
+            self._bridge.run(_release_client(client))
             if isinstance(exc, Cancelled):
                 raise SandboxError(f"creating the Daytona sandbox was cancelled{leftover}") from None
             if isinstance(exc, Exception):
@@ -171,7 +210,7 @@ class DaytonaSandboxBackend:
         registry.unregister(handle)
         _live.discard(handle)
         try:
-            self._bridge.run(handle._client.close(), timeout=30)
+            self._bridge.run(_release_client(handle._client), timeout=30)
         except Exception:  # noqa: BLE001 - a client that cannot close leaks a socket, nothing else
             pass
 

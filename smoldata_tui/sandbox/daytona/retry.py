@@ -14,6 +14,20 @@ T = TypeVar("T")
 FIRST_DELAY_S = 0.5
 MAX_DELAY_S = 8.0
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Shared by every call of the process (every episode of a batch): after a 429 nobody sends until
+# the backoff it asked for has passed, so a batch slows down together instead of each episode
+# hammering the rate limiter on its own schedule.
+_rate_limited_until = 0.0
+
+
+def shared_backoff_left() -> float:
+    """Seconds until calls may go out again after the last 429 (0 when they may now)."""
+    return max(0.0, _rate_limited_until - time.monotonic())
+
+
+def _hold_back(delay_s: float) -> None:
+    global _rate_limited_until
+    _rate_limited_until = max(_rate_limited_until, time.monotonic() + delay_s)
 
 
 def transient_reason(exc: BaseException) -> str | None:
@@ -88,6 +102,8 @@ async def retrying(
     delay = FIRST_DELAY_S
     failures = 0
     while True:
+        if (left := shared_backoff_left()) > 0:
+            await asyncio.sleep(left)
         try:
             return await attempt()
         except asyncio.CancelledError:
@@ -101,6 +117,8 @@ async def retrying(
             failures += 1
         if check is not None and failures >= 2:
             await _ignoring_transient(check)
+        if reason.startswith("rate limited"):
+            _hold_back(delay)
         notify(f"Daytona {reason} on {what}: retry {failures} in {delay:.1f} s")
         await asyncio.sleep(delay * random.uniform(0.8, 1.2))
         delay = min(delay * 2, MAX_DELAY_S)

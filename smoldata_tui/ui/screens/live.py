@@ -73,9 +73,14 @@ class _Observer:
 class ConfirmCancel(ModalScreen[bool]):
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
+    def __init__(self, question: str = "Cancel the episode? The agent is stopped, what it wrote is kept, the sandbox "
+                 "released.") -> None:  # fmt: skip
+        super().__init__()
+        self.question = question
+
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
-            yield ThemedStatic(Text("Cancel the episode? The agent is stopped, what it wrote is kept, the sandbox released."))
+            yield ThemedStatic(Text(self.question))
             with Horizontal():
                 yield Button("Cancel the episode (y)", id="yes", variant="error")
                 yield Button("Keep running (n)", id="no")
@@ -85,6 +90,14 @@ class ConfirmCancel(ModalScreen[bool]):
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
+
+
+def ask_then(app, question: ConfirmCancel, on_yes) -> None:
+    """Ask before cancelling; the cancel key pressed again while asked means yes."""
+    if isinstance(app.screen, ConfirmCancel):
+        app.screen.dismiss(True)
+        return
+    app.push_screen(question, lambda yes: on_yes() if yes else None)
 
 
 class LiveScreen(Screen[None]):
@@ -258,16 +271,12 @@ class LiveScreen(Screen[None]):
     def action_cancel(self, key: str = "Esc") -> None:
         if not self.running:
             return
-        if isinstance(self.app.screen, ConfirmCancel):  # asked already: pressing it again means yes
-            self.app.screen.dismiss(True)
-            return
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.episode.cancel(f"{key} (cancel confirmed)")
-                self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="$warning"))
+        def cancel() -> None:
+            self.episode.cancel(f"{key} (cancel confirmed)")
+            self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="$warning"))
 
-        self.app.push_screen(ConfirmCancel(), answered)
+        ask_then(self.app, ConfirmCancel(), cancel)
 
     def action_quit_episode(self, reason: str = "q (quit)") -> None:
         if not self.running:

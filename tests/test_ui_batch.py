@@ -1,0 +1,78 @@
+"""The batch's live grid, driven by Pilot, with real episodes: the real OpenCode in bubblewrap,
+answered by the replay model with an agent that sleeps in its first call."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smoldata_tui.session.batch import BatchPlan
+from smoldata_tui.session.episode import EpisodeSpec
+from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.tasks import default_task_root, load_task
+from smoldata_tui.ui.batch_app import BatchApp, batch_exit_status
+from smoldata_tui.ui.screens.batch import BatchScreen
+from smoldata_tui.ui.screens.episode import EpisodeScreen
+from smoldata_tui.ui.screens.fleet import FleetScreen
+from smoldata_tui.ui.screens.live import ConfirmCancel
+
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs, sandboxes  # noqa: F401
+from .test_ui_live import wait_for
+
+pytestmark = pytest.mark.usefixtures("opencode_bin")
+
+
+def cell(grid: BatchScreen, key: str, column: str) -> str:
+    return str(grid.table.get_cell(key, column))
+
+
+async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sandboxes):
+    recording = _sleeping_recording(tmp_path, marker="grid-sleeper")
+    task = load_task(default_task_root() / "sales-top-region")
+
+    def endpoint():
+        return open_endpoint(model=f"replay:{recording}")
+
+    template = EpisodeSpec(task=task, endpoint=endpoint(), timeout_s=400, save_dir=tmp_path / "runs", capture=False)
+    template.endpoint.close()
+    app = BatchApp(BatchPlan([task], attempts=3, concurrency=2, template=template, open_endpoint=endpoint))
+    async with app.run_test(size=(160, 40), notifications=True) as pilot:
+        grid = app.grid
+        assert isinstance(app.screen, BatchScreen)
+        assert [cell(grid, f"sales-top-region-{n}", "stage") for n in (1, 2, 3)][2] == "queued"
+        await wait_for(pilot, lambda: len(processes_matching("grid-sleeper")) >= 2, 300)  # both agents asleep
+        await pilot.pause(1.0)
+        assert cell(grid, "sales-top-region-1", "stage") == "agent running"
+        assert cell(grid, "sales-top-region-1", "last tool") == "bash" or cell(grid, "sales-top-region-1", "calls") == "0"
+        totals = str(grid.query_one("#batch-totals").render())
+        assert "3 episodes" in totals and "running 2" in totals and "queued 1" in totals
+
+        await pilot.press("enter")  # follow the first episode's timeline
+        assert isinstance(app.screen, EpisodeScreen) and app.screen.follow
+        assert app.screen.path == grid.batch.runs[0].trace_path
+        for _ in range(4):
+            if app.screen is grid:
+                break
+            await pilot.press("escape")
+            await pilot.pause(0.2)
+        assert app.screen is grid
+
+        await pilot.press("c")  # cancel the first episode only: the queued third one starts
+        await wait_for(pilot, lambda: cell(grid, "sales-top-region-1", "stage") == "cancelled", 120)
+        await wait_for(pilot, lambda: cell(grid, "sales-top-region-3", "stage") not in ("queued", ""), 30)
+        assert cell(grid, "sales-top-region-2", "stage") == "agent running"
+
+        await pilot.press("C")  # cancel every episode, after asking
+        assert isinstance(app.screen, ConfirmCancel)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, FleetScreen), 180)
+        assert app.screen.folder == grid.batch.folder
+        assert grid.ended.is_set()
+        saved = json.loads((grid.batch.folder / "batch.json").read_text())
+        assert [row["status"] for row in saved["runs"]] == ["cancelled"] * 3
+        assert saved["runs"][0]["why"] and batch_exit_status(app) == 1
+        assert processes_matching("grid-sleeper") == []
+        assert sandbox_dirs(sandboxes) == []
+        await pilot.press("q")
