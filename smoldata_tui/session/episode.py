@@ -36,7 +36,13 @@ from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the
     now_utc,
     stages_for,
 )
-from smoldata_tui.session.capture_link import finish_capture, opencode_version_in, require_reachable, start_capture
+from smoldata_tui.session.capture_link import (
+    finish_capture,
+    opencode_version_in,
+    require_reachable,
+    start_capture,
+    start_capture_in_sandbox,
+)
 from smoldata_tui.session.export import ExportTooLarge, export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
 from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, owner_record, save_metadata
@@ -254,11 +260,16 @@ class Episode:
                                          instruction=spec.task.instruction, folder=str(spec.task.folder))  # fmt: skip
 
     def _start_capture(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
-        """OpenCode talks to the capture proxy, with the session id as its key: the endpoint's key
-        stays on the host."""
+        """OpenCode talks to the capture proxy, with the session id as its key. A local sandbox's
+        proxy runs here (the endpoint's key stays on the host); a remote sandbox cannot reach this
+        host, so its proxy runs inside it."""
         endpoint = self.spec.endpoint
-        self._capture = start_capture(endpoint, result.trace_path, say)
-        require_reachable(self._sandbox, self._capture)
+        if self.spec.backend == "daytona":
+            self._capture = start_capture_in_sandbox(self._sandbox, endpoint, result.trace_path, say, cancel=self._cancel,
+                                                     scrub=lambda text: self._scrubber.text(text))  # fmt: skip
+        else:
+            self._capture = start_capture(endpoint, result.trace_path, say)
+            require_reachable(self._sandbox, self._capture)
         self._scrubber = SecretScrubber([endpoint.api_key, self._capture.session_id])
         self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model)
         result.metadata.config = redacted(self._opencode_json)
