@@ -24,8 +24,10 @@ def analyze_trace(path: str, *, big: bool = False) -> tuple[TraceReport | None, 
     except OSError as exc:
         return None, unreadable(path, exc)
     from smoldata_tui.training.config_findings import sidecar_findings
+    from smoldata_tui.training.validation import training_findings
 
     report.findings.extend(sidecar_findings(path))  # the episode's configuration, when its sidecars sit beside it
+    report.findings.extend(training_findings(path))  # openenv's verdict on its run.training.json, when there is one
     return report, from_report(path, report)
 
 
