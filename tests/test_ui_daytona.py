@@ -55,14 +55,17 @@ async def test_a_daytona_run_shows_remote_stages_retries_and_its_grade(tmp_path,
         await back_to_stages(pilot, app)
         table = app.screen.query_one(DataTable)
         rows = [(str(table.get_row_at(i)[0]), str(table.get_row_at(i)[1])) for i in range(table.row_count)]
-        assert rows == [(name, "done") for name in ("create sandbox", "install OpenCode", "stage task",
+        assert rows == [(name, "done") for name in ("create sandbox", "install OpenCode", "capture proxy", "stage task",
                                                        "agent running", "recover calls", "grading")]  # fmt: skip
+        # The capture level, once the probe (from inside the sandbox) has settled it.
+        assert "capture tokens (trainable)" in str(app.screen.query_one("#live-header").render())
         log = stage_log(app)
         build_lines = [line.split("create sandbox: ", 1)[1] for line in log.splitlines() if "create sandbox: build:" in line]
         assert build_lines == ["build: Step 1/2 : FROM docker.io/savatar101/env-data-agent-train:base",
                                "build: Step 2/2 : RUN true", "build: Successfully built ␛[31mabc123"]  # fmt: skip
         assert "from image docker.io/savatar101/env-data-agent-train:base" in log
         assert "nothing to install" in log and "Daytona server error (503)" in log and "env_reward = 1" in log
+        assert "capture proxy: starting openenv's capture proxy inside the sandbox" in log
         assert local_daytona.sandbox_ids() == []
         await pilot.press("q")
 

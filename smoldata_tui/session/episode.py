@@ -25,6 +25,7 @@ from pathlib import Path
 
 from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the screens import them from here
     BACKENDS,
+    CAPTURE_STAGE,
     OPENCODE_ENV_STAGES,
     REMOTE_STAGES,
     STAGES,
@@ -110,6 +111,7 @@ class Episode:
         self._opencode_json = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
         self._scrubber = SecretScrubber([endpoint.api_key])
         self._capture = None  # the capture proxy between OpenCode and the model (built-in harness)
+        self.capture_level: str | None = None  # "tokens", "logprobs" or "text" once the probe settled it
         if self._captures:
             from smoldata_tui.training.capture import prefetch
 
@@ -188,7 +190,7 @@ class Episode:
         else:
             raise EpisodeFailed("create sandbox", f"unknown backend {spec.backend!r} (use {' or '.join(BACKENDS)})")
         if self._captures:
-            with self._stage("capture proxy", result) as say:
+            with self._stage(CAPTURE_STAGE, result) as say:
                 self._start_capture(result, say)
         with self._stage("stage task", result) as say:
             files = self._staged if self._staged is not None else stage_task(
@@ -274,6 +276,7 @@ class Episode:
         self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model)
         result.metadata.config = redacted(self._opencode_json)
         result.metadata.capture = self._capture.record.to_json()
+        self.capture_level = self._capture.record.level
 
     def _write_agent_files(self) -> None:
         spec, sandbox = self.spec, self._sandbox

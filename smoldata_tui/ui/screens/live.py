@@ -105,7 +105,7 @@ class LiveScreen(Screen[None]):
     def __init__(self, spec: EpisodeSpec) -> None:
         super().__init__()
         self.spec = spec
-        self.stages = stages_for(spec.backend, spec.harness)
+        self.stages = stages_for(spec.backend, spec.harness, capture=spec.capture)
         self.episode = Episode(spec, _Observer(self))
         self.trace_path: Path | None = None
         self.result: EpisodeResult | None = None
@@ -288,11 +288,26 @@ class LiveScreen(Screen[None]):
         text.append(status, style="bold cyan" if self.running else "bold")
         if self.running:
             text.append(f"  elapsed {format_duration((time.monotonic() - self._started) * 1000) or '0s'}")
+        text.append_text(self._capture_words())
         if self.divergences:
             text.append(f"  replay diverged ({len(self.divergences)})", style="bold yellow")
         if self.trace_path is not None:
             text.append(f"  saving to {clip(str(self.trace_path.parent), 80)}", style="dim")
         return text
+
+    def _capture_words(self) -> Text:
+        """Whether training's capture proxy is in the path, and its level once the probe settled it."""
+        spec = self.spec
+        if spec.harness == "opencode-env":
+            return Text("  capture: opencode_env's proxy", style="dim")
+        if not spec.capture:
+            return Text("  capture off", style="yellow")
+        level = self.episode.capture_level
+        if level is None:
+            return Text("  capture: probing" if self.running else "  capture: not started", style="dim")
+        trainable = level == "tokens"
+        return Text(f"  capture {level} ({'trainable' if trainable else 'not trainable'})",
+                    style="green" if trainable else "bold yellow")
 
     def _outcome(self, message: EpisodeEnded) -> Text:
         result = message.result
