@@ -20,27 +20,20 @@ from smoldata_tui.training.sandbox_capture import SandboxCapture
 from smoldata_tui.training.requests import requests_path_for
 from smoldata_tui.training.trace_file import save_training_trace, training_path_for
 
-__all__ = ["CaptureFailed", "finish_capture", "opencode_version_in", "require_reachable", "start_capture",
-           "start_capture_in_sandbox"]
+__all__ = ["CaptureFailed", "finish_capture", "opencode_version_in", "require_reachable", "start_capture"]
 
 
-def start_capture(endpoint, trace_path: Path, say: Callable[[str], None]) -> ModelCapture:
-    """A running capture proxy for ``endpoint`` (a :class:`ModelEndpoint`), or CaptureFailed."""
-    capture = ModelCapture(llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
-                           requests_path=requests_path_for(trace_path))  # fmt: skip
-    try:
-        capture.start(say)
-    except BaseException:
-        capture.stop()
-        raise
-    return capture
-
-
-def start_capture_in_sandbox(sandbox, endpoint, trace_path: Path, say: Callable[[str], None], *,
-                             scrub: Callable[[str], str], cancel=None) -> SandboxCapture:  # fmt: skip
-    """A capture proxy running inside ``sandbox`` (a remote one), or CaptureFailed."""
-    capture = SandboxCapture(sandbox, llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
-                             requests_path=requests_path_for(trace_path), scrub=scrub, cancel=cancel)  # fmt: skip
+def start_capture(endpoint, trace_path: Path, say: Callable[[str], None], *, sandbox=None,
+                  scrub: Callable[[str], str] = lambda text: text, cancel=None) -> ModelCapture | SandboxCapture:  # fmt: skip
+    """A running capture proxy for ``endpoint`` (a :class:`ModelEndpoint`), or CaptureFailed: on the
+    host, or with ``sandbox`` (a remote one) inside it, where ``scrub`` masks what it brings back."""
+    requests_path = requests_path_for(trace_path)
+    if sandbox is None:
+        capture = ModelCapture(llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
+                               requests_path=requests_path)  # fmt: skip
+    else:
+        capture = SandboxCapture(sandbox, llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
+                                 requests_path=requests_path, scrub=scrub, cancel=cancel)  # fmt: skip
     try:
         capture.start(say)
     except BaseException:

@@ -42,7 +42,6 @@ from smoldata_tui.session.capture_link import (
     opencode_version_in,
     require_reachable,
     start_capture,
-    start_capture_in_sandbox,
 )
 from smoldata_tui.session.export import ExportTooLarge, export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
@@ -267,8 +266,8 @@ class Episode:
         host, so its proxy runs inside it."""
         endpoint = self.spec.endpoint
         if self.spec.backend == "daytona":
-            self._capture = start_capture_in_sandbox(self._sandbox, endpoint, result.trace_path, say, cancel=self._cancel,
-                                                     scrub=lambda text: self._scrubber.text(text))  # fmt: skip
+            self._capture = start_capture(endpoint, result.trace_path, say, sandbox=self._sandbox, cancel=self._cancel,
+                                          scrub=lambda text: self._scrubber.text(text))  # fmt: skip
         else:
             self._capture = start_capture(endpoint, result.trace_path, say)
             require_reachable(self._sandbox, self._capture)

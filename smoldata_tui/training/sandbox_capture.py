@@ -160,7 +160,7 @@ class SandboxCapture:
                 return head.strip(), data
             if self._job is not None and self._job.poll() is not None:
                 raise CaptureFailed(f"the capture proxy in the sandbox ended before its {what}: {self._log_tail()}")
-            if self._cancel.is_set():
+            if what == "start" and self._cancel.is_set():  # the export must still finish on a cancelled episode
                 raise CaptureFailed("cancelled")
             if time.monotonic() > deadline:
                 raise CaptureFailed(f"the capture proxy in the sandbox did not finish its {what} within {timeout_s:g} s: {self._log_tail()}")

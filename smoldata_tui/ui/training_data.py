@@ -30,8 +30,8 @@ from typing import Any
 from smoldata_tui.training.trace_file import CaptureProblem, read_training_document, training_path_for
 from smoldata_tui.training.validation import as_dict, as_list, document_problems, first_choice
 
-__all__ = ["CaptureProblem", "NO_TRAINING", "TrainingView", "TurnSummary", "link_turns", "load_training",
-           "training_path_for", "turn_of_event"]
+__all__ = ["CaptureProblem", "NO_TRAINING", "ToolCall", "ToolUseRow", "TrainingView", "TurnLink", "TurnSummary",
+           "link_turns", "load_training", "tool_use_call_id", "training_path_for", "turn_of_event"]
 
 NO_TRAINING = "no training trace: recorded without capture"
 _UNSET = object()
