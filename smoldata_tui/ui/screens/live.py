@@ -116,6 +116,7 @@ class LiveScreen(Screen[None]):
         self.follower = None  # the open timeline's TraceFollower, woken when new bytes arrive
         self.ended = threading.Event()  # the runner's thread is done: sandbox released, metadata saved
         self._stage_started: dict[str, float] = {}  # stages running now -> when they started (monotonic)
+        self._stage_ended: dict[str, str] = {}  # stages that ended -> how (done, failed, skipped)
         self._scrubber = SecretScrubber([spec.endpoint.api_key])
         self.divergences: list[str] = []  # one line per divergence of a replay, as they happen
 
@@ -179,6 +180,13 @@ class LiveScreen(Screen[None]):
         if message.name not in self.stages:
             self.app.notify(clip(f"{message.name}: {message.state} {message.message}", 200), severity="warning")
             return
+        ended = self._stage_ended
+        if message.state == "progress" and message.name in ended:  # after its end (the capture's export): said, state kept
+            if message.message:
+                table.update_cell(message.name, "what happened", Text(clip(message.message, 120), style=_STATE_STYLE[ended[message.name]]))
+            return
+        if message.state in ("done", "failed", "skipped"):
+            ended[message.name] = message.state
         style = _STATE_STYLE.get(message.state, "")
         if message.state in ("started", "progress"):
             self._stage_started.setdefault(message.name, time.monotonic() - message.elapsed_s)
