@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -85,6 +86,7 @@ def main() -> int:
                         help="daytona: through the real SDK and the local Daytona server (tests/daytona_local)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the --no-capture episode")
     args = parser.parse_args()
+    print("load average at start (1/5/15 min): {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
     runs = {}
     for capture in (True,) if args.no_baseline else (True, False):
         with tempfile.TemporaryDirectory(prefix="smoldata-latency-") as folder, contextlib.ExitStack() as stack:
@@ -104,6 +106,7 @@ def main() -> int:
         print(" the SDK, and the timeline's redraw)")
     if False in runs:
         print(f"p95 with the proxy / without: {_p95(runs[True]) / max(_p95(runs[False]), 1e-9):.2f}×")
+    print("load average at end (1/5/15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     return 0
 
 

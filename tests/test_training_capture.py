@@ -161,7 +161,12 @@ def test_no_capture_talks_straight_to_the_endpoint_and_check_says_so(tmp_path, s
     assert {"output_cap_missing", "thinking_enabled"} <= kinds
 
 
-def test_daytona_episode_through_the_capture_proxy_is_trainable(tmp_path, local_daytona):
+def test_daytona_episode_captures_inside_the_sandbox_and_is_trainable(tmp_path, local_daytona):
+    """A remote sandbox cannot reach the host: the proxy runs inside it (the real SDK against the
+    local Daytona server, whose sandbox commands run here), and the host builds run.training.json
+    from what it downloads, as for a local episode."""
+    import socket
+
     from smoldata_tui.sandbox.daytona import DaytonaSettings
 
     from .test_daytona_episode import FAST
@@ -169,9 +174,19 @@ def test_daytona_episode_through_the_capture_proxy_is_trainable(tmp_path, local_
     result, recorder, server = run(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"), tmp_path / "runs",
                                    backend="daytona", daytona=DaytonaSettings(**FAST))  # fmt: skip
     assert result.grade.env_reward == 1.0
-    assert_trainable_episode(result, server, expected_calls=3)
+    metadata = assert_trainable_episode(result, server, expected_calls=3)
     done = [name for name, state, _ in recorder.stages if state == "done"]
     assert done[:3] == ["create sandbox", "install OpenCode", "capture proxy"]
+    said = [message for name, _, message in recorder.stages if name == "capture proxy"]
+    assert any("is in the sandbox" in message and "nothing to install" in message for message in said), said
+    assert any("inside the sandbox" in message for message in said), said
+    capture = metadata["capture"]
+    assert capture["where"] == "sandbox" and capture["openenv_version"]
+    assert capture["training_turns"] == len(agent_requests(server))  # one turn per model call
+    provider = metadata["config"]["provider"]["intercepted"]["options"]
+    assert provider["baseURL"] == f"http://127.0.0.1:{capture['port']}/v1"
+    with pytest.raises(OSError):  # the runner ended with its sandbox
+        socket.create_connection(("127.0.0.1", capture["port"]), timeout=5).close()
     assert local_daytona.sandbox_ids() == []
 
 

@@ -196,3 +196,28 @@ def test_the_capture_proxy_applies_training_policy_to_what_reaches_the_model(tmp
     assert [json.loads(line) for line in (tmp_path / "run.requests.jsonl").read_text().splitlines()][-1] == reached[0]
     assert answer["choices"][0]["message"]["tool_calls"] and capture.record.level == "tokens"
     assert any("capture level tokens: trainable" in line for line in said)
+
+
+def test_check_and_the_fleet_report_the_capture_validation_of_the_training_trace_beside_a_trace(tmp_path):
+    """openenv's own checks on run.training.json (the Training tab's findings) are check findings too."""
+    from smoldata_tui.fleet.work import analyze_trace
+
+    from .training_fixture import training_trace_for, write_training
+
+    trace = tmp_path / "run.jsonl"
+    shutil.copy(SAMPLES / "clean_pass.jsonl", trace)
+    path = write_training(trace, training_trace_for(trace))
+    report, _ = analyze_trace(str(trace))
+    assert [f for f in report.findings if f.kind == "capture_validation"] == []  # a clean capture: nothing said
+    document = json.loads(path.read_text())
+    document["turns"][1]["per_token_logps"].pop()  # one logprob short
+    document["turns"][3]["response"]["choices"][0]["finish_reason"] = "length"  # cut off by the cap
+    path.write_text(json.dumps(document))
+    checked = json.loads(run_cli("check", "--json", str(trace)).stdout)
+    found = [f for f in checked["findings"] if f["kind"] == "capture_validation"]
+    assert [(f["severity"], f["line"], f["event"]) for f in found] == [("error", None, None), ("warning", None, None)], found
+    assert found[0]["message"].startswith("run.training.json turn 2: [FATAL] schema") and "logprob" in found[0]["message"]
+    assert found[1]["message"].startswith("run.training.json turn 4: [WARN] truncated_turn")
+    path.write_text("{not json")
+    report, _ = analyze_trace(str(trace))
+    assert [(f.kind, f.severity.value) for f in report.findings if f.kind == "capture_validation"] == [("capture_validation", "error")]

@@ -27,7 +27,9 @@ from .test_ui_live import back_to_stages, live_screen, wait_for
 pytestmark = pytest.mark.usefixtures("opencode_bin")
 
 
-def daytona_spec(recording, save_dir, timeout=120) -> EpisodeSpec:
+def daytona_spec(recording, save_dir, timeout=300) -> EpisodeSpec:
+    # --timeout bounds the whole episode, and the capture proxy starts inside the sandbox (openenv's
+    # import and the probe there): under load that alone can take a minute or more.
     return EpisodeSpec(task=load_task(default_task_root() / "sales-top-region"),
                        endpoint=open_endpoint(model=f"replay:{recording}"), backend="daytona", timeout_s=timeout,
                        save_dir=save_dir, daytona=DaytonaSettings(keepalive_s=0.5, retry_budget_s=30))  # fmt: skip
@@ -46,7 +48,7 @@ async def test_a_daytona_run_shows_remote_stages_retries_and_its_grade(tmp_path,
              "Successfully built \x1b[31mabc123"]  # fmt: skip
     local_daytona.build_image_on_create(1.5, build)  # the image's first use: Daytona builds it
     async with app.run_test(size=(140, 45), notifications=True) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240)  # the capture proxy imports openenv first
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 400)  # the capture proxy imports openenv first
         local_daytona.fail_next(1, 503, path_contains="process/execute")  # while the timeline is on top
         await wait_for(pilot, lambda: not live_screen(app).running, 90)
         result = live_screen(app).result
@@ -55,14 +57,17 @@ async def test_a_daytona_run_shows_remote_stages_retries_and_its_grade(tmp_path,
         await back_to_stages(pilot, app)
         table = app.screen.query_one(DataTable)
         rows = [(str(table.get_row_at(i)[0]), str(table.get_row_at(i)[1])) for i in range(table.row_count)]
-        assert rows == [(name, "done") for name in ("create sandbox", "install OpenCode", "stage task",
+        assert rows == [(name, "done") for name in ("create sandbox", "install OpenCode", "capture proxy", "stage task",
                                                        "agent running", "recover calls", "grading")]  # fmt: skip
+        # The capture level, once the probe (from inside the sandbox) has settled it.
+        assert "capture tokens (trainable)" in str(app.screen.query_one("#live-header").render())
         log = stage_log(app)
         build_lines = [line.split("create sandbox: ", 1)[1] for line in log.splitlines() if "create sandbox: build:" in line]
         assert build_lines == ["build: Step 1/2 : FROM docker.io/savatar101/env-data-agent-train:base",
                                "build: Step 2/2 : RUN true", "build: Successfully built ␛[31mabc123"]  # fmt: skip
         assert "from image docker.io/savatar101/env-data-agent-train:base" in log
         assert "nothing to install" in log and "Daytona server error (503)" in log and "env_reward = 1" in log
+        assert "capture proxy: starting openenv's capture proxy inside the sandbox" in log
         assert local_daytona.sandbox_ids() == []
         await pilot.press("q")
 

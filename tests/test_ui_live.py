@@ -125,7 +125,7 @@ async def test_calls_recovered_from_the_export_are_shown_as_unfinished():
 
 
 async def test_home_lists_the_tasks_and_the_launch_form_starts_a_live_run(tmp_path, sandboxes):
-    from textual.widgets import DataTable, Input
+    from textual.widgets import DataTable, Input, Select
 
     from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
 
@@ -143,10 +143,14 @@ async def test_home_lists_the_tasks_and_the_launch_form_starts_a_live_run(tmp_pa
         await pilot.pause(0.2)
         assert "no model" in str(app.screen.query_one("#launch-error").render())
         app.screen.query_one("#model", Input).value = f"replay:{SAMPLES / 'clean_pass.jsonl'}"
+        assert app.screen.query_one("#capture", Select).value == "on"  # training's proxy unless switched off
+        app.screen.query_one("#capture", Select).value = "off"  # as --no-capture
         await pilot.click("#run")
         await wait_for(pilot, lambda: any(isinstance(s, LiveScreen) for s in app.screen_stack), 10)
         await wait_for(pilot, lambda: not live_screen(app).running, 120)
         result = live_screen(app).result
         assert result.status == "finished" and result.grade.env_reward == 1.0
+        assert result.metadata.capture == {"enabled": False} and "capture proxy" not in live_screen(app).stages
+        assert "capture off" in str(live_screen(app).query_one("#live-header").render())
         assert result.trace_path.parent.parent == tmp_path / "runs"
         assert sandbox_dirs(sandboxes) == []

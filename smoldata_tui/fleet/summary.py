@@ -21,8 +21,7 @@ from smoldata_tui.session.metadata import (
 )
 from smoldata_tui.trace.analysis import TraceReport
 from smoldata_tui.trace.text import clip
-
-TRAINING_SUFFIX = ".training.json"  # the training trace saved beside an episode (see issue 9)
+from smoldata_tui.training.trace_file import TRAINING_SUFFIX  # noqa: F401 - the fleet index takes it from here
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ from smoldata_tui.trace.analysis import TraceReport, analyze_path
 from smoldata_tui.trace.export_doc import account_for_export
 from smoldata_tui.trace.parallel import analyze_path_parallel
 from smoldata_tui.training.config_findings import sidecar_findings
+from smoldata_tui.training.validation import training_findings
 
 
 def analyze_trace(
@@ -36,6 +37,7 @@ def analyze_trace(
     metadata = load_metadata(sibling_path(path, METADATA_SUFFIX), problems)
     # the episode's configuration, when its sidecars sit beside it
     report.findings.extend(sidecar_findings(path, metadata=metadata))
+    report.findings.extend(training_findings(path))  # openenv's verdict on its run.training.json, when there is one
     summary = from_report(path, report)
     if with_metadata:
         fill_metadata(summary, metadata, problems)

@@ -1,13 +1,11 @@
-"""The episode's side of the capture proxy: start it for an endpoint, check the sandbox reaches it,
-record the OpenCode the sandbox runs, and at the end save ``run.training.json`` and stop it.
+"""The episode's side of the capture proxy: start it for an endpoint, record the OpenCode the
+sandbox runs, and at the end save ``run.training.json`` and stop it.
 
-Where the proxy runs: on the host, in this process, for both backends. A local bubblewrap sandbox
-shares the host's network, so ``127.0.0.1:<port>`` inside it is the host's port. The Daytona
-backend's sandbox must reach the host the same way: true against the local test server (its
-sandboxes are local bubblewrap sandboxes), not on real Daytona, where the sandbox is remote — there
-:func:`require_reachable` fails the episode with that reason before the agent starts, and
-``--no-capture`` runs the episode the old way (OpenCode straight to the endpoint, the key in the
-sandbox, no training record).
+Where the proxy runs: for a local sandbox, on the host, in this process (a bubblewrap sandbox
+shares the host's network, so ``127.0.0.1:<port>`` inside it is the host's port, which
+:func:`require_reachable` checks). For a Daytona sandbox, inside the sandbox
+(:mod:`smoldata_tui.training.sandbox_capture`): a remote sandbox cannot reach the user's host.
+Both are the same policy code and end in the same :func:`finish_capture`.
 """
 
 from __future__ import annotations
@@ -18,16 +16,24 @@ from pathlib import Path
 
 from smoldata_tui.session.opencode_config import agent_environment
 from smoldata_tui.training.capture import CaptureFailed, ModelCapture
+from smoldata_tui.training.sandbox_capture import SandboxCapture
 from smoldata_tui.training.requests import requests_path_for
 from smoldata_tui.training.trace_file import save_training_trace, training_path_for
 
 __all__ = ["CaptureFailed", "finish_capture", "opencode_version_in", "require_reachable", "start_capture"]
 
 
-def start_capture(endpoint, trace_path: Path, say: Callable[[str], None]) -> ModelCapture:
-    """A running capture proxy for ``endpoint`` (a :class:`ModelEndpoint`), or CaptureFailed."""
-    capture = ModelCapture(llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
-                           requests_path=requests_path_for(trace_path))  # fmt: skip
+def start_capture(endpoint, trace_path: Path, say: Callable[[str], None], *, sandbox=None,
+                  scrub: Callable[[str], str] = lambda text: text, cancel=None) -> ModelCapture | SandboxCapture:  # fmt: skip
+    """A running capture proxy for ``endpoint`` (a :class:`ModelEndpoint`), or CaptureFailed: on the
+    host, or with ``sandbox`` (a remote one) inside it, where ``scrub`` masks what it brings back."""
+    requests_path = requests_path_for(trace_path)
+    if sandbox is None:
+        capture = ModelCapture(llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
+                               requests_path=requests_path)  # fmt: skip
+    else:
+        capture = SandboxCapture(sandbox, llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
+                                 requests_path=requests_path, scrub=scrub, cancel=cancel)  # fmt: skip
     try:
         capture.start(say)
     except BaseException:
@@ -43,7 +49,7 @@ def require_reachable(sandbox, capture: ModelCapture) -> None:
     if result.exit_code != 0:
         raise CaptureFailed(
             f"the sandbox cannot reach the capture proxy at {capture.sandbox_host}:{capture.port} on this host "
-            "(a remote sandbox does not share its network): run with --no-capture, see docs/daytona.md"
+            "(it does not share the host's network): run with --no-capture"
         )
 
 
@@ -55,7 +61,7 @@ def opencode_version_in(sandbox, home: str, opencode: str) -> str | None:
     return (result.stdout.strip() or None) if result.exit_code == 0 else None
 
 
-def finish_capture(capture: ModelCapture, trace_path: Path, scrub: Callable[[str], str], say: Callable[[str], None]) -> dict:
+def finish_capture(capture: ModelCapture | SandboxCapture, trace_path: Path, scrub: Callable[[str], str], say: Callable[[str], None]) -> dict:
     """Save the training trace (when trainable), stop the proxy, and return ``run.meta.json``'s
     ``capture`` record. Never raises: the episode stands without its training record."""
     try:
@@ -71,5 +77,5 @@ def finish_capture(capture: ModelCapture, trace_path: Path, scrub: Callable[[str
         say(capture.record.not_trainable_because)
     finally:
         capture.stop()
-    capture.record.requests = capture.record.requests if capture.requests.count else None
+    capture.record.requests = capture.record.requests if capture.request_count else None
     return capture.record.to_json()

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the screens import them from here
     BACKENDS,
+    CAPTURE_STAGE,
     OPENCODE_ENV_STAGES,
     REMOTE_STAGES,
     STAGES,
@@ -36,7 +37,12 @@ from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the
     now_utc,
     stages_for,
 )
-from smoldata_tui.session.capture_link import finish_capture, opencode_version_in, require_reachable, start_capture
+from smoldata_tui.session.capture_link import (
+    finish_capture,
+    opencode_version_in,
+    require_reachable,
+    start_capture,
+)
 from smoldata_tui.session.export import ExportTooLarge, export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
 from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, owner_record, save_metadata
@@ -104,6 +110,7 @@ class Episode:
         self._opencode_json = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
         self._scrubber = SecretScrubber([endpoint.api_key])
         self._capture = None  # the capture proxy between OpenCode and the model (built-in harness)
+        self.capture_level: str | None = None  # "tokens", "logprobs" or "text" once the probe settled it
         if self._captures:
             from smoldata_tui.training.capture import prefetch
 
@@ -182,7 +189,7 @@ class Episode:
         else:
             raise EpisodeFailed("create sandbox", f"unknown backend {spec.backend!r} (use {' or '.join(BACKENDS)})")
         if self._captures:
-            with self._stage("capture proxy", result) as say:
+            with self._stage(CAPTURE_STAGE, result) as say:
                 self._start_capture(result, say)
         with self._stage("stage task", result) as say:
             files = self._staged if self._staged is not None else stage_task(
@@ -254,15 +261,21 @@ class Episode:
                                          instruction=spec.task.instruction, folder=str(spec.task.folder))  # fmt: skip
 
     def _start_capture(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
-        """OpenCode talks to the capture proxy, with the session id as its key: the endpoint's key
-        stays on the host."""
+        """OpenCode talks to the capture proxy, with the session id as its key. A local sandbox's
+        proxy runs here (the endpoint's key stays on the host); a remote sandbox cannot reach this
+        host, so its proxy runs inside it."""
         endpoint = self.spec.endpoint
-        self._capture = start_capture(endpoint, result.trace_path, say)
-        require_reachable(self._sandbox, self._capture)
+        if self.spec.backend == "daytona":
+            self._capture = start_capture(endpoint, result.trace_path, say, sandbox=self._sandbox, cancel=self._cancel,
+                                          scrub=lambda text: self._scrubber.text(text))  # fmt: skip
+        else:
+            self._capture = start_capture(endpoint, result.trace_path, say)
+            require_reachable(self._sandbox, self._capture)
         self._scrubber = SecretScrubber([endpoint.api_key, self._capture.session_id])
         self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model)
         result.metadata.config = redacted(self._opencode_json)
         result.metadata.capture = self._capture.record.to_json()
+        self.capture_level = self._capture.record.level
 
     def _write_agent_files(self) -> None:
         spec, sandbox = self.spec, self._sandbox

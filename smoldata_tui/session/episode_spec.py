@@ -22,10 +22,17 @@ OPENCODE_ENV_STAGES = ("opencode_env setup", "create sandbox", "stage task", "ag
 BACKENDS = ("local", "daytona")
 
 
-def stages_for(backend: str, harness: str = "builtin") -> tuple[str, ...]:
+CAPTURE_STAGE = "capture proxy"  # the built-in harness's, before the task is staged (not with --no-capture)
+
+
+def stages_for(backend: str, harness: str = "builtin", capture: bool = False) -> tuple[str, ...]:
     if harness == "opencode-env":
         return OPENCODE_ENV_STAGES
-    return STAGES if backend == "local" else REMOTE_STAGES
+    stages = STAGES if backend == "local" else REMOTE_STAGES
+    if capture:
+        at = stages.index("stage task")
+        stages = (*stages[:at], CAPTURE_STAGE, *stages[at:])
+    return stages
 
 
 class EpisodeObserver(Protocol):

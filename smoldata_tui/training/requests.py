@@ -20,8 +20,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from smoldata_tui.training.capture_policy import TRAINING_OUTPUT_CAP, request_summary
+
 REQUESTS_SUFFIX = ".requests.jsonl"
-TRAINING_OUTPUT_CAP = 4096  # the environment's OpenCodeConfig.proxy_max_tokens_cap
 MAX_REQUESTS_BYTES = 64 << 20  # a summary is a few hundred bytes; this is far past any episode
 
 
@@ -29,33 +30,6 @@ def requests_path_for(trace: str | os.PathLike[str]) -> Path:
     """``run.jsonl`` → ``run.requests.jsonl`` in the same folder."""
     path = Path(trace)
     return path.with_name(path.stem + REQUESTS_SUFFIX)
-
-
-def request_summary(request: dict[str, Any]) -> dict[str, Any]:
-    """What a chat request asked of the model, without its messages."""
-    kwargs = request.get("chat_template_kwargs")
-    tools = request.get("tools") if isinstance(request.get("tools"), list) else []
-    return {
-        "model": request.get("model"),
-        "max_tokens": request.get("max_tokens"),
-        "max_completion_tokens": request.get("max_completion_tokens"),
-        "enable_thinking": kwargs.get("enable_thinking") if isinstance(kwargs, dict) else None,
-        "logprobs": request.get("logprobs"),
-        "return_token_ids": request.get("return_token_ids"),
-        "top_logprobs": request.get("top_logprobs"),
-        "temperature": request.get("temperature"),
-        "stream": bool(request.get("stream")),
-        "tools": [_tool_name(tool) for tool in tools],
-        "messages": len(request.get("messages") or []),
-    }
-
-
-def _tool_name(tool: object) -> str | None:
-    function = tool.get("function") if isinstance(tool, dict) else None
-    name = function.get("name") if isinstance(function, dict) else None
-    if name is None and isinstance(tool, dict):
-        name = tool.get("name")  # other dialects name the tool at the top level
-    return name if isinstance(name, str) else None
 
 
 class RequestLog:

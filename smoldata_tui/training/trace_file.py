@@ -31,7 +31,6 @@ from typing import Any
 
 from smoldata_tui.session.metadata import redact_text
 from smoldata_tui.trace import analyze_path
-from smoldata_tui.training.requests import read_capped
 
 TRAINING_SUFFIX = ".training.json"
 MAX_TRAINING_BYTES = 512 << 20
@@ -81,6 +80,34 @@ def save_training_trace(trace, trace_path: Path, *, scrub: Callable[[str], str] 
     return path
 
 
+@dataclass(frozen=True)
+class CaptureProblem:
+    """A validation failure: ``level`` is openenv's (FATAL, WARN, INFO); ``turn`` is 0-based."""
+
+    level: str
+    code: str
+    detail: str
+    turn: int | None = None
+
+
+def read_training_document(path: str | os.PathLike[str]) -> tuple[Any, CaptureProblem | None] | None:
+    """(the parsed JSON, None) or (None, the FATAL problem); None when there is no such file."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TRAINING_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return None, CaptureProblem("FATAL", "unreadable", f"cannot read {path.name}: {exc.strerror or exc}")
+    if len(data) > MAX_TRAINING_BYTES:
+        return None, CaptureProblem("FATAL", "too_large", f"{path.name} is over {MAX_TRAINING_BYTES >> 20} MB: not read")
+    try:
+        return json.loads(data), None
+    except (ValueError, RecursionError) as exc:
+        return None, CaptureProblem("FATAL", "not_json", f"{path.name} is not JSON: {exc}")
+
+
 @dataclass
 class TrainingFile:
     """A loaded ``run.training.json``: the turns as the JSON holds them (dicts), and what was wrong."""
@@ -118,20 +145,16 @@ def load_training_trace(path: str | os.PathLike[str], problems: list[str] | None
     path = Path(path)
     notes: list[str] = []
     loaded = None
-    data = read_capped(path, MAX_TRAINING_BYTES, notes)
-    if data is None and not notes:
+    read = read_training_document(path)
+    if read is None:
         return None
-    if data is not None and len(data) > MAX_TRAINING_BYTES:
-        notes.append(f"it is larger than {MAX_TRAINING_BYTES >> 20} MB")
-    elif data is not None:
-        try:
-            document = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            notes.append(f"it is not JSON ({exc})")
-        else:
-            loaded = _from_json(document, notes)
+    document, broken = read
+    if broken is not None:
+        notes.append(broken.detail)
+    else:
+        loaded = _from_json(document, notes)
     if problems is not None:
-        problems.extend(f"{path.name}: {note}" for note in notes)
+        problems.extend(note if note.startswith(path.name) else f"{path.name}: {note}" for note in notes)
     return loaded
 
 

@@ -4,10 +4,9 @@ The file is openenv's ``TrainingTrace`` as JSON (``schema_version`` 1, ``turns``
 ``TrainingTurn``: ``prompt_token_ids``, ``completion_token_ids``, ``per_token_logps``,
 ``loss_mask`` over prompt + completion, ``request``/``response`` summaries, ``metadata``). Each
 turn is one model call. This module summarises every turn without trusting the file (any field
-may be missing or of the wrong type) and validates it with openenv's own code (the
-``TrainingTrace`` model and ``capture.validate.check_turn``), so a failure reads exactly as
-openenv would report it. openenv takes seconds to import: the viewer calls :func:`load_training`
-on a worker thread.
+may be missing or of the wrong type); reading and openenv's validation are the core's
+(:mod:`smoldata_tui.training.validation`, which ``check`` uses too). openenv takes seconds to
+import: the viewer calls :func:`load_training` on a worker thread.
 
 How a turn links to the timeline (:func:`link_turns`): a turn's response names the tool calls
 it made (``choices[0].message.tool_calls[].id``); OpenCode keeps those ids as the ``callID`` of
@@ -16,7 +15,7 @@ its ``tool_use`` events, so the turn's step is the step of those rows. A turn wi
 the first turn step 1: step k of the trace is model call k when every call is a step. A turn
 placed by order is given the step's tool rows that no turn names by id.
 
-No Textual here; this is the one file to swap for a core loader.
+No Textual here.
 """
 
 from __future__ import annotations
@@ -24,13 +23,16 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TRAINING_SUFFIX = ".training.json"
-MAX_TRAINING_BYTES = 512 << 20  # token ids of a long rollout are tens of MB; far past that is not a trace
+from smoldata_tui.training.trace_file import CaptureProblem, read_training_document, training_path_for
+from smoldata_tui.training.validation import as_dict, as_list, document_problems, first_choice
+
+__all__ = ["CaptureProblem", "NO_TRAINING", "ToolCall", "ToolUseRow", "TrainingView", "TurnLink", "TurnSummary",
+           "link_turns", "load_training", "tool_use_call_id", "training_path_for", "turn_of_event"]
+
 NO_TRAINING = "no training trace: recorded without capture"
 _UNSET = object()
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "max_completion_tokens", "seed",
@@ -38,26 +40,10 @@ SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "max_co
                  "return_token_ids", "enable_thinking")  # fmt: skip
 
 
-def training_path_for(trace: str | os.PathLike[str]) -> Path:
-    """``run.jsonl`` → ``run.training.json`` in the same folder."""
-    path = Path(trace)
-    return path.with_name(path.stem + TRAINING_SUFFIX)
-
-
 @dataclass(frozen=True)
 class ToolCall:
     call_id: str | None
     name: str | None
-
-
-@dataclass(frozen=True)
-class CaptureProblem:
-    """A validation failure: ``level`` is openenv's (FATAL, WARN, INFO); ``turn`` is 0-based."""
-
-    level: str
-    code: str
-    detail: str
-    turn: int | None = None
 
 
 @dataclass
@@ -105,35 +91,20 @@ class TrainingView:
 def load_training(path: str | os.PathLike[str], *, validate: bool = True) -> TrainingView | None:
     """The summary of the training trace at ``path``; None when there is no such file."""
     path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_TRAINING_BYTES + 1)
-    except FileNotFoundError:
+    read = read_training_document(path)
+    if read is None:
         return None
-    except OSError as exc:
-        return _broken(path, "unreadable", f"cannot read {path.name}: {exc.strerror or exc}")
-    if len(data) > MAX_TRAINING_BYTES:
-        return _broken(path, "too_large", f"{path.name} is over {MAX_TRAINING_BYTES >> 20} MB: not read")
-    try:
-        document = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        return _broken(path, "not_json", f"{path.name} is not JSON: {exc}")
+    document, broken = read
+    if broken is not None:
+        return TrainingView(path, problems=[broken])
     view = TrainingView(path)
     if not isinstance(document, dict) or not isinstance(document.get("turns"), list):
-        view.problems.append(CaptureProblem("FATAL", "not_a_training_trace", "no \"turns\" list: not openenv's TrainingTrace"))
+        view.problems, _ = document_problems(document)
         return view
     view.turns = [summarise_turn(index, turn) for index, turn in enumerate(document["turns"])]
     if validate:
-        view.validated = _validate(document, view)
+        view.problems, view.validated = document_problems(document)
     return view
-
-
-def _broken(path: Path, code: str, detail: str) -> TrainingView:
-    return TrainingView(path, problems=[CaptureProblem("FATAL", code, detail)])
-
-
-def _ints(value: object) -> list:
-    return value if isinstance(value, list) else []
 
 
 def _number(value: object) -> float | None:
@@ -142,18 +113,14 @@ def _number(value: object) -> float | None:
     return None
 
 
-def _dict(value: object) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
 def summarise_turn(index: int, turn: object) -> TurnSummary:
-    turn = _dict(turn)
-    prompt, completion = _ints(turn.get("prompt_token_ids")), _ints(turn.get("completion_token_ids"))
-    logps = [number for number in map(_number, _ints(turn.get("per_token_logps"))) if number is not None]
-    mask = _ints(turn.get("loss_mask"))
-    metadata = _dict(turn.get("metadata"))
-    request, response = _dict(turn.get("request")), _dict(turn.get("response"))
-    choice = _first_choice(response)
+    turn = as_dict(turn)
+    prompt, completion = as_list(turn.get("prompt_token_ids")), as_list(turn.get("completion_token_ids"))
+    logps = [number for number in map(_number, as_list(turn.get("per_token_logps"))) if number is not None]
+    mask = as_list(turn.get("loss_mask"))
+    metadata = as_dict(turn.get("metadata"))
+    request, response = as_dict(turn.get("request")), as_dict(turn.get("response"))
+    choice = first_choice(response)
     finish = choice.get("finish_reason")
     summary = TurnSummary(
         index=index,
@@ -166,16 +133,11 @@ def summarise_turn(index: int, turn: object) -> TurnSummary:
         finish_reason=finish if isinstance(finish, str) else None,
         requested=_sampling(metadata.get("requested_sampling_params"), request),
         applied=_sampling(metadata.get("sampling_params"), {}),
-        tool_calls=_tool_calls(_dict(choice.get("message"))),
+        tool_calls=_tool_calls(as_dict(choice.get("message"))),
     )
     if "native_tool_calls" in metadata:
         summary.native_tool_calls = metadata["native_tool_calls"]
     return summary
-
-
-def _first_choice(response: dict) -> dict:
-    choices = response.get("choices")
-    return _dict(choices[0]) if isinstance(choices, list) and choices else {}
 
 
 def _sampling(params: object, request: dict) -> dict[str, Any]:
@@ -183,7 +145,7 @@ def _sampling(params: object, request: dict) -> dict[str, Any]:
     if isinstance(params, dict):
         return {str(key): value for key, value in params.items()}
     source = request
-    kwargs = _dict(source.get("chat_template_kwargs"))
+    kwargs = as_dict(source.get("chat_template_kwargs"))
     found = {key: source[key] for key in SAMPLING_KEYS if key in source}
     if "enable_thinking" in kwargs and "enable_thinking" not in found:
         found["enable_thinking"] = kwargs["enable_thinking"]
@@ -192,48 +154,12 @@ def _sampling(params: object, request: dict) -> dict[str, Any]:
 
 def _tool_calls(message: dict) -> list[ToolCall]:
     calls = []
-    for call in _ints(message.get("tool_calls")):
-        call = _dict(call)
-        function = _dict(call.get("function"))
+    for call in as_list(message.get("tool_calls")):
+        call = as_dict(call)
+        function = as_dict(call.get("function"))
         call_id, name = call.get("id"), function.get("name", call.get("name"))
         calls.append(ToolCall(call_id if isinstance(call_id, str) else None, name if isinstance(name, str) else None))
     return calls
-
-
-def _validate(document: dict, view: TrainingView) -> bool:
-    """openenv's verdict on the file: its model's errors, then ``check_turn`` on every turn."""
-    try:
-        from openenv.core.harness.capture.validate import check_turn
-        from openenv.core.harness.training import TrainingTrace
-        from pydantic import ValidationError
-    except Exception:  # noqa: BLE001 - without openenv the summary still stands, unvalidated
-        return False
-    try:
-        TrainingTrace.model_validate(document)
-    except ValidationError as exc:
-        for error in exc.errors()[:50]:
-            location = error.get("loc") or ()
-            turn = location[1] if len(location) > 1 and location[0] == "turns" and isinstance(location[1], int) else None
-            where = ".".join(str(part) for part in location)
-            view.problems.append(CaptureProblem("FATAL", "schema", f"{where}: {error.get('msg')}".strip(": "), turn))
-    for summary, turn in zip(view.turns, document["turns"]):
-        turn = _dict(turn)
-        try:
-            report = check_turn(_ints(turn.get("prompt_token_ids")), _ints(turn.get("completion_token_ids")),
-                                turn.get("per_token_logps") if isinstance(turn.get("per_token_logps"), list) else None,
-                                finish_reason=summary.finish_reason, index=summary.index + 1)  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 - a value check_turn cannot compare is itself the finding
-            view.problems.append(CaptureProblem("FATAL", "unreadable_turn", f"{type(exc).__name__}: {exc}", summary.index))
-            continue
-        for finding in report.findings:
-            if finding.level == "FATAL" and _already_said(view.problems, summary.index):
-                continue  # the model's error above names the same field
-            view.problems.append(CaptureProblem(finding.level, finding.code, finding.detail, summary.index))
-    return True
-
-
-def _already_said(problems: Iterable[CaptureProblem], turn: int) -> bool:
-    return any(problem.turn == turn and problem.code == "schema" for problem in problems)
 
 
 # ------------------------------------------------------------------------------------ linking

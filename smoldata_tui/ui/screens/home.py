@@ -1,6 +1,6 @@
 """``smoldata-tui`` without arguments: the task set and the saved episodes.
 
-Enter on a task opens the launch form (backend, model, endpoint, timeout, harness), which
+Enter on a task opens the launch form (backend, model, endpoint, timeout, harness, capture), which
 starts the live episode. ``e`` opens the saved episodes in the fleet table.
 """
 
@@ -126,7 +126,7 @@ def form_words(message: str) -> tuple[str, str | None]:
 
 
 class LaunchForm(ModalScreen[None]):
-    """Backend, model, endpoint, timeout, harness. The key field is a password field, never echoed."""
+    """Backend, model, endpoint, timeout, harness, capture. The key field is a password field, never echoed."""
 
     BINDINGS = [Binding("escape", "dismiss_form", "Back")]
     DEFAULT_CSS = """
@@ -162,6 +162,10 @@ class LaunchForm(ModalScreen[None]):
             if opencode_env_available():
                 harnesses.append(("opencode_env's OpenCodeSessionFactory, with its logging proxy", "opencode-env"))
             yield Select(harnesses, value="builtin", allow_blank=False, id="harness")
+            yield Label("capture (built-in driver)")
+            yield Select([("on: through openenv's capture proxy, in training's policy (run.training.json)", "on"),
+                          ("off: OpenCode talks straight to the endpoint, as --no-capture", "off")],
+                         value="on", allow_blank=False, id="capture")  # fmt: skip
             yield ThemedStatic("", id="launch-error")
             with Horizontal():
                 yield Button("Run", id="run", variant="primary")
@@ -204,8 +208,9 @@ class LaunchForm(ModalScreen[None]):
                 self.query_one(f"#{field}", Input).focus()
             return
         harness = str(self.query_one("#harness", Select).value)
+        capture = self.query_one("#capture", Select).value == "on"
         spec = EpisodeSpec(task=self.launch_task, endpoint=endpoint, backend=backend, timeout_s=timeout,
-                           save_dir=self.runs, harness=harness)  # fmt: skip
+                           save_dir=self.runs, harness=harness, capture=capture)  # fmt: skip
         from smoldata_tui.ui.screens.live import LiveScreen
 
         self.dismiss(None)

@@ -119,7 +119,7 @@ class LiveScreen(Screen[None]):
     def __init__(self, spec: EpisodeSpec) -> None:
         super().__init__()
         self.spec = spec
-        self.stages = stages_for(spec.backend, spec.harness)
+        self.stages = stages_for(spec.backend, spec.harness, capture=spec.capture)
         self.episode = Episode(spec, _Observer(self))
         self.trace_path: Path | None = None
         self.result: EpisodeResult | None = None
@@ -130,6 +130,7 @@ class LiveScreen(Screen[None]):
         self.follower = None  # the open timeline's TraceFollower, woken when new bytes arrive
         self.ended = threading.Event()  # the runner's thread is done: sandbox released, metadata saved
         self._stage_started: dict[str, float] = {}  # stages running now -> when they started (monotonic)
+        self._stage_ended: dict[str, str] = {}  # stages that ended -> how (done, failed, skipped)
         self._scrubber = SecretScrubber([spec.endpoint.api_key])
         self.divergences: list[str] = []  # one line per divergence of a replay, as they happen
 
@@ -193,6 +194,13 @@ class LiveScreen(Screen[None]):
         if message.name not in self.stages:
             self.app.notify(clip(f"{message.name}: {message.state} {message.message}", 200), severity="warning")
             return
+        ended = self._stage_ended
+        if message.state == "progress" and message.name in ended:  # after its end (the capture's export): said, state kept
+            if message.message:
+                table.update_cell(message.name, "what happened", Text(clip(message.message, 120), style=_STATE_STYLE[ended[message.name]]))
+            return
+        if message.state in ("done", "failed", "skipped"):
+            ended[message.name] = message.state
         style = _STATE_STYLE.get(message.state, "")
         if message.state in ("started", "progress"):
             self._stage_started.setdefault(message.name, time.monotonic() - message.elapsed_s)
@@ -298,11 +306,26 @@ class LiveScreen(Screen[None]):
         text.append(status, style="bold $accent" if self.running else "bold")
         if self.running:
             text.append(f"  elapsed {format_duration((time.monotonic() - self._started) * 1000) or '0s'}")
+        text.append_text(self._capture_words())
         if self.divergences:
             text.append(f"  replay diverged ({len(self.divergences)})", style="bold $warning")
         if self.trace_path is not None:
             text.append(f"  saving to {clip(str(self.trace_path.parent), 80)}", style="dim")
         return text
+
+    def _capture_words(self) -> Text:
+        """Whether training's capture proxy is in the path, and its level once the probe settled it."""
+        spec = self.spec
+        if spec.harness == "opencode-env":
+            return Text("  capture: opencode_env's proxy", style="dim")
+        if not spec.capture:
+            return Text("  capture off", style="yellow")
+        level = self.episode.capture_level
+        if level is None:
+            return Text("  capture: probing" if self.running else "  capture: not started", style="dim")
+        trainable = level == "tokens"
+        return Text(f"  capture {level} ({'trainable' if trainable else 'not trainable'})",
+                    style="green" if trainable else "bold yellow")
 
     def _outcome(self, message: EpisodeEnded) -> Text:
         result = message.result

@@ -1,0 +1,297 @@
+"""Training's capture policy around openenv's ``CaptureServer``, in one self-contained file.
+
+This file runs in two places and is the same code in both:
+
+* on the host, imported by :mod:`capture` (a local episode's proxy runs in smoldata-tui's process);
+* inside a remote sandbox, uploaded as is and run as ``python3 capture_policy.py <folder>``
+  (:mod:`sandbox_capture`): a Daytona sandbox cannot reach the user's host, so there the proxy
+  runs beside OpenCode, as opencode_env runs its own.
+
+So it imports nothing from smoldata_tui and only the standard library at module level; openenv is
+imported inside functions. The policy: the probe settles the capture level (``tokens`` only when
+the endpoint returns token ids and logprobs), every request's output is capped at 4096 tokens
+(``proxy_max_tokens_cap``), thinking is disabled (``proxy_disable_thinking``), the model name is
+the one given, and every body sent upstream is summarised (never its messages).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+TRAINING_OUTPUT_CAP = 4096  # the environment's OpenCodeConfig.proxy_max_tokens_cap
+NOT_TRAINABLE = "not trainable: the endpoint returns no token ids"
+MODULES = (
+    "openenv.core.harness.capture.runner",
+    "openenv.core.harness.capture.validate_llm",
+    "openenv.core.harness.capture.export",
+    "openenv.core.harness.capture.contract",
+)
+
+
+class CaptureFailed(RuntimeError):
+    """The capture proxy cannot serve this endpoint; the message says why, in one line."""
+
+
+def capture_modules():
+    import importlib
+
+    # By module path: the package re-exports functions under the same names as these modules.
+    return tuple(importlib.import_module(name) for name in MODULES)
+
+
+# --- what a request asked of the model ------------------------------------------------------
+def request_summary(request: dict[str, Any]) -> dict[str, Any]:
+    """What a chat request asked of the model, without its messages (``run.requests.jsonl``)."""
+    kwargs = request.get("chat_template_kwargs")
+    tools = request.get("tools") if isinstance(request.get("tools"), list) else []
+    return {
+        "model": request.get("model"),
+        "max_tokens": request.get("max_tokens"),
+        "max_completion_tokens": request.get("max_completion_tokens"),
+        "enable_thinking": kwargs.get("enable_thinking") if isinstance(kwargs, dict) else None,
+        "logprobs": request.get("logprobs"),
+        "return_token_ids": request.get("return_token_ids"),
+        "top_logprobs": request.get("top_logprobs"),
+        "temperature": request.get("temperature"),
+        "stream": bool(request.get("stream")),
+        "tools": [_tool_name(tool) for tool in tools],
+        "messages": len(request.get("messages") or []),
+    }
+
+
+def _tool_name(tool: object) -> str | None:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if name is None and isinstance(tool, dict):
+        name = tool.get("name")  # other dialects name the tool at the top level
+    return name if isinstance(name, str) else None
+
+
+# --- the probe ------------------------------------------------------------------------------
+def probe(validate_llm, llm_url: str, model: str, api_key: str | None) -> dict[str, Any]:
+    """The capture level and what the probe found, as ``run.meta.json``'s ``capture`` fields.
+
+    No tool probe: its tool-bearing request would reach the model outside the policy."""
+    report = validate_llm.validate_llm(llm_url, model, api_key=api_key or None, timeout=60.0, check_tools=False)
+    if not report.reachable:
+        raise CaptureFailed(" ".join(report.summary().split()))
+    level = report.capture_level or "text"
+    return {
+        "level": level,
+        "trainable": level == "tokens",
+        "logprobs_mode": report.logprobs_mode,
+        "param_fixes": list(report.param_fixes),
+        "probe_findings": list(report.findings),
+        "not_trainable_because": None if level == "tokens" else NOT_TRAINABLE,
+    }
+
+
+# --- the server -----------------------------------------------------------------------------
+class ThinkingOff:
+    """ASGI middleware: every chat request leaves with ``enable_thinking`` false (openenv 0.10
+    does it by itself only for Qwen3.5 model names)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST" or not scope.get("path", "").endswith("/chat/completions"):
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message.get("type") != "http.request":
+                await self.app(scope, _once(message, receive), send)
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            kwargs = data.get("chat_template_kwargs")
+            data["chat_template_kwargs"] = {**(kwargs if isinstance(kwargs, dict) else {}), "enable_thinking": False}
+            body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await self.app({**scope, "headers": headers}, _once({"type": "http.request", "body": body, "more_body": False}, receive), send)
+
+
+def _once(first: dict, receive):
+    sent = False
+
+    async def replay() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return first
+        return await receive()
+
+    return replay
+
+
+def _log_forwarded(client, on_request: Callable[[dict[str, Any]], None]) -> None:
+    """Call ``on_request`` with each body as openenv posts it upstream: after its output cap, the
+    thinking switch, its capture params and any parameter fixes, i.e. what reached the model.
+    (openenv 0.10's ``InferenceClient._post_with_retries`` is the one place every such body passes.)"""
+    post = client._post_with_retries
+
+    async def logged(path: str, body: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if path.endswith("/chat/completions"):
+            on_request(body)
+        return await post(path, body, **kwargs)
+
+    client._post_with_retries = logged
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe_socket:
+        probe_socket.bind((host, 0))
+        return probe_socket.getsockname()[1]
+
+
+def serve(runner, *, llm_url: str, model: str, api_key: str | None, level: str, admin_key: str,
+          on_request: Callable[[dict[str, Any]], None], max_output_tokens: int = TRAINING_OUTPUT_CAP,
+          host: str = "0.0.0.0"):  # fmt: skip
+    """A started ``CaptureServer`` in the policy, and its port. ``host`` other than openenv's
+    ``0.0.0.0`` binds that address only (the sandbox's proxy listens on its loopback)."""
+    for attempt in range(3):
+        port = _free_port(host)
+        server = runner.CaptureServer(llm_url=llm_url, model=model, port=port, max_output_tokens=max_output_tokens,
+                                      api_key=api_key or None, capture_level=level, admin_key=admin_key)  # fmt: skip
+        server.app.add_middleware(ThinkingOff)
+        _log_forwarded(server.app.state.inference, on_request)
+        try:
+            if host == "0.0.0.0":
+                server.start(timeout_s=60.0)
+            else:
+                _start_on(runner, server, host, timeout_s=60.0)
+        except RuntimeError:
+            server.stop()
+            if attempt == 2:
+                raise
+            continue
+        return server, port
+    raise AssertionError("unreachable")
+
+
+def _start_on(runner, server, host: str, timeout_s: float) -> None:
+    """``CaptureServer.start`` on ``host`` instead of every interface (openenv 0.10 hard-codes
+    ``0.0.0.0``), with its identity check: /health must report this server's instance id."""
+    import uvicorn
+
+    config = uvicorn.Config(server.app, host=host, port=server.port, log_level="warning")
+    server._server = uvicorn.Server(config)
+    server._thread = threading.Thread(target=server._server.run, daemon=True)
+    server._thread.start()
+    want = server.app.state.instance_id
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not server._thread.is_alive():
+            raise RuntimeError(f"capture server thread exited while starting on {host}:{server.port}")
+        got = runner._health_instance(server.port)
+        if got == want:
+            return
+        if got is not None:
+            raise RuntimeError(f"port {server.port} is served by another capture server")
+        time.sleep(0.1)
+    raise RuntimeError(f"capture server did not come up on {host}:{server.port} within {timeout_s:.0f}s")
+
+
+def mint_session(port: int, admin_key: str) -> str:
+    """One capture session: its id is the API key OpenCode uses."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/sessions",
+        data=json.dumps({"metadata": {"app": "smoldata-tui"}}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {admin_key}"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["session_id"]
+
+
+def export_trace(export, contract, server, session_id: str, level: str) -> tuple[Any, dict[str, Any]]:
+    """(openenv's ``TrainingTrace`` of the session or None, the record fields it settles)."""
+    session = server.registry.get(session_id)
+    if session is None:
+        return None, {}
+    document = export.export_session(session, include_messages=True, capture_level=level)
+    found: dict[str, Any] = {"validation": [str(item) for item in document.get("validation", [])]}
+    if level != "tokens":
+        return None, found
+    try:
+        trace = contract.to_training_trace(session.graph, document)
+    except ValueError as exc:
+        found["not_trainable_because"] = f"not trainable: {exc}"
+        return None, found
+    found["training_turns"] = len(trace.turns)
+    return trace, found
+
+
+# --- inside a sandbox -----------------------------------------------------------------------
+# The folder's files. The host writes config.json and, to end the capture, stop; this writes the
+# rest. ready.json or failed.json says how the start went; done.json comes last.
+CONFIG, READY, FAILED, REQUESTS, STOP, TRAINING, DONE, LOG = (
+    "config.json", "ready.json", "failed.json", "requests.jsonl", "stop", "training.json", "done.json", "runner.log")  # fmt: skip
+
+
+def _write(folder: str, name: str, text: str) -> None:
+    temporary = os.path.join(folder, f".{name}.tmp")
+    with open(temporary, "w", encoding="utf-8") as stream:
+        stream.write(text)
+    os.replace(temporary, os.path.join(folder, name))
+
+
+def run_in_sandbox(folder: str) -> int:
+    """Read and delete config.json, probe, serve on 127.0.0.1, write ready.json; when ``stop``
+    appears, export the session (training.json, done.json) and stop."""
+    path = os.path.join(folder, CONFIG)
+    with open(path, encoding="utf-8") as stream:
+        config = json.load(stream)
+    os.remove(path)  # the endpoint key: not left in a file
+    lock = threading.Lock()
+
+    def on_request(body: dict[str, Any]) -> None:
+        line = json.dumps(request_summary(body), ensure_ascii=False, default=str) + "\n"
+        with lock, open(os.path.join(folder, REQUESTS), "a", encoding="utf-8") as stream:
+            stream.write(line)
+
+    try:
+        runner, validate_llm, export, contract = capture_modules()
+        record = probe(validate_llm, config["llm_url"], config["model"], config.get("api_key"))
+        admin_key = secrets.token_urlsafe(24)
+        server, port = serve(runner, llm_url=config["llm_url"], model=config["model"], api_key=config.get("api_key"),
+                             level=record["level"], admin_key=admin_key, on_request=on_request,
+                             max_output_tokens=int(config["max_output_tokens"]), host="127.0.0.1")  # fmt: skip
+        session_id = mint_session(port, admin_key)
+    except Exception as exc:  # noqa: BLE001 - the host reads the reason
+        _write(folder, FAILED, json.dumps({"reason": f"{type(exc).__name__}: {exc}" if not isinstance(exc, CaptureFailed) else str(exc)}))
+        return 1
+    _write(folder, READY, json.dumps({**record, "port": port, "session_id": session_id}))
+    while not os.path.exists(os.path.join(folder, STOP)):
+        time.sleep(0.2)
+    try:
+        trace, found = export_trace(export, contract, server, session_id, record["level"])
+        if trace is not None:
+            _write(folder, TRAINING, trace.model_dump_json())
+    except Exception as exc:  # noqa: BLE001 - the host reads the reason
+        found = {"not_trainable_because": f"training trace not exported: {type(exc).__name__}: {exc}"}
+    _write(folder, DONE, json.dumps(found))
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_in_sandbox(sys.argv[1]))
