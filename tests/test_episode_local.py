@@ -109,6 +109,7 @@ def test_replayed_passing_episode_grades_one_with_the_recordings_verdict(tmp_pat
     metadata = json.loads(result.metadata_path.read_text())
     assert metadata["status"] == "finished" and metadata["grade"]["env_reward"] == 1.0
     assert metadata["model"] == f"replay:{recording}"
+    assert metadata["prompt"] == load_task(default_task_root() / "sales-top-region").instruction  # what the agent was given
     assert sandbox_dirs(sandboxes) == []
 
 

@@ -140,3 +140,24 @@ async def test_a_light_theme_colours_the_conversation_from_the_theme(tmp_path):
             for segment in strip:
                 if segment.style is not None and segment.style.color is not None:
                     assert segment.style.color.type is not ColorType.STANDARD, segment
+
+
+async def test_the_prompt_an_episode_recorded_is_the_one_shown(tmp_path):
+    import json
+    import shutil
+
+    trace = tmp_path / "run.jsonl"
+    shutil.copy(REAL / "passing_run.jsonl", trace)
+    prompt = "Count the **widgets** in `/home/user/input/w.csv`; write the number to /workdir/answer.txt."
+    (tmp_path / "run.meta.json").write_text(json.dumps({"format": "smoldata-episode", "schema_version": 1,
+                                                        "task": "a-private-task", "status": "finished",
+                                                        "prompt": prompt}))  # fmt: skip
+    app = replay_app(trace)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await loaded(pilot)
+        await pilot.press("c")
+        view = conversation(app)
+        await wait_for(pilot, lambda: "Count the widgets" in view.shown_text(), what="the recorded prompt")
+        shown = view.shown_text()
+        assert "the prompt this episode gave the agent (run.meta.json)" in shown
+        assert "Find the sales region" not in shown  # not a shipped task's instruction

@@ -45,7 +45,7 @@ from smoldata_tui.session.capture_link import (
 )
 from smoldata_tui.session.export import ExportTooLarge, export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, owner_record, save_metadata
+from smoldata_tui.session.metadata import PROMPT_CAP, EpisodeMetadata, Grade, metadata_path_for, owner_record, save_metadata
 from smoldata_tui.session.opencode_config import (
     agent_command,
     agent_environment,
@@ -147,6 +147,7 @@ class Episode:
             owner=owner_record(),  # a reader that finds it running with this process gone says interrupted
             trace=trace_path.name,
             config=redacted(self._opencode_json),
+            prompt=spec.task.instruction[:PROMPT_CAP],
         )
         meta_path = metadata_path_for(trace_path)
         save_metadata(meta_path, metadata, scrub=self._scrubber.text)

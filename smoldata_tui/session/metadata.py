@@ -60,6 +60,7 @@ import orjson
 
 FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
+PROMPT_CAP = 256 * 1024  # characters of the task's instruction kept in run.meta.json
 METADATA_SUFFIX = ".meta.json"
 # Files beside a trace that are JSON Lines but not OpenCode traces (opencode_env's proxy trace).
 SIDECAR_SUFFIXES = (".proxy.jsonl", ".requests.jsonl")
@@ -182,6 +183,8 @@ class EpisodeMetadata:
     # The capture proxy: {enabled, level, trainable, max_output_tokens, thinking, requests,
     # training_trace, not_trainable_because, ...} (smoldata_tui.training.capture.CaptureRecord).
     capture: dict = field(default_factory=dict)
+    # The task's instruction as the agent was given it (the first PROMPT_CAP characters).
+    prompt: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -213,6 +216,7 @@ class EpisodeMetadata:
             "owner": dict(self.owner),
             "caps_hit": list(self.caps_hit),
             "capture": redact(self.capture),
+            "prompt": self.prompt,
         }
 
     @property
@@ -422,6 +426,7 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         owner=_object(data, "owner", problems),
         caps_hit=_objects(data, "caps_hit", problems),
         capture=_object(data, "capture", problems),
+        prompt=reader.text("prompt"),
         schema_version=version,
     )
 

@@ -33,7 +33,10 @@ def shipped_task_prompt(task: str | None) -> tuple[str, str] | None:
 
 
 def episode_prompt(screen: EpisodeScreen, metadata: EpisodeMetadata | None) -> tuple[str, str] | None:
-    """The prompt the agent received: an export document's first user message, else the task's file."""
+    """The prompt the agent received: the episode's own record of it, an export document's first
+    user message, else (an episode saved before the record existed) the shipped task's file."""
+    if metadata is not None and metadata.prompt:
+        return metadata.prompt, "the prompt this episode gave the agent (run.meta.json)"
     if screen.export is not None and screen.export.document.prompt:
         return screen.export.document.prompt, "the export document's first user message"
     return shipped_task_prompt(metadata.task if metadata is not None else None)
