@@ -109,7 +109,9 @@ def test_the_same_on_daytona_with_429s_on_creates(tmp_path, endpoint, local_dayt
 
 def test_sigterm_cancels_every_episode_and_releases_every_sandbox(tmp_path):
     sleepy = tmp_path / "sleepy.jsonl"
-    sleepy.write_bytes(answer_recording("sleepy", "West", sleep_s=300))
+    sleep_s = 300 + (os.getpid() % 997 + 1) / 1000  # `sleep 300.xyz`: this test's agent alone among the host's processes
+    marker = f"sleep {sleep_s:g}"
+    sleepy.write_bytes(answer_recording("sleepy", "West", sleep_s=sleep_s))
     command = [sys.executable, "-m", "smoldata_tui", "run", "--task", "sales-top-region", "--attempts", "2",
                "--concurrency", "1", "--model", f"replay:{sleepy}", "--save", str(tmp_path / "runs"),
                "--timeout", "400", "--headless", "--no-capture"]  # fmt: skip
@@ -119,9 +121,9 @@ def test_sigterm_cancels_every_episode_and_releases_every_sandbox(tmp_path):
     (tmp_path / "cache" / "smoldata-tui" / "opencode").symlink_to(shared)
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
-    while not processes_matching("sleep 300") and time.monotonic() < deadline:  # the first agent is in its call
+    while not processes_matching(marker) and time.monotonic() < deadline:  # the first agent is in its call
         time.sleep(0.5)
-    assert processes_matching("sleep 300")
+    assert processes_matching(marker)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, err[-3000:]
@@ -130,7 +132,7 @@ def test_sigterm_cancels_every_episode_and_releases_every_sandbox(tmp_path):
     assert [statuses[n][0] for n in (1, 2)] == ["cancelled", "cancelled"]
     assert statuses[2][1].startswith("cancelled before it started")  # the queued one never started
     assert "stopped by SIGTERM" in err
-    assert processes_matching("sleep 300") == [] and processes_matching(str(tmp_path)) == []
+    assert processes_matching(marker) == [] and processes_matching(str(tmp_path)) == []
     assert list((tmp_path / "cache" / "smoldata-tui" / "sandboxes").glob("sbx-*")) == []
     meta = json.loads((Path(summary["batch"]) / "sales-top-region-1" / "run.meta.json").read_text())
     assert meta["status"] == "cancelled" and meta["stop_reason"] == "SIGTERM"
