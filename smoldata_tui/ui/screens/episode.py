@@ -226,6 +226,8 @@ class EpisodeScreen(EpisodeNavigation, Screen[None]):
         self._update_status()
         if added or message.finished:
             self._update_live_rows()
+        if message.finished or (added and message.caught_up):
+            # Relinking reads every tool_use line: once the file is read, not on each batch of a big one.
             self.query_one(TrainingPanel).trace_grew()
             self.conversation.grew()
         self.freezer.loaded(model.count, message.caught_up)
