@@ -22,7 +22,7 @@ from smoldata_tui.sandbox.daytona import DaytonaSandboxBackend, DaytonaSettings
 from .conftest import ROOT, SAMPLES
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import _sleeping_recording
+from .test_episode_local import _sleeping_recording, processes_matching
 
 pytestmark = pytest.mark.usefixtures("opencode_bin")
 
@@ -39,25 +39,29 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           timeout=timeout, cwd=ROOT, env=env)  # fmt: skip
 
 
-def start_run(tmp_path, recording) -> subprocess.Popen:
-    """A headless daytona run; returns once the agent is running in its sandbox."""
+def start_run(tmp_path, marker: str) -> subprocess.Popen:
+    """A headless daytona run whose agent replays one ``sleep 300`` tagged with ``marker``;
+    returns once that sleep runs in the sandbox (not after a fixed pause: a loaded machine
+    takes longer to create the sandbox and start the capture proxy and OpenCode)."""
+    recording = _sleeping_recording(tmp_path, marker)
     command = [sys.executable, "-m", "smoldata_tui", "run", "--task", "sales-top-region", "--backend", "daytona",
-               "--model", f"replay:{recording}", "--save", str(tmp_path / "runs"), "--timeout", "120", "--headless"]
+               "--model", f"replay:{recording}", "--save", str(tmp_path / "runs"), "--timeout", "280", "--headless"]
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "NO_COLOR": "1"})  # fmt: skip
     proc.stderr_lines, proc.stdout_lines = [], []  # type: ignore[attr-defined]
-    first_event = threading.Event()
 
-    def read(stream, lines, seen=None):
+    def read(stream, lines, stamped=False):
         for line in stream:
-            lines.append(line)
-            if seen is not None:
-                seen.set()
+            lines.append(f"{time.monotonic() - started:6.1f}s {line}" if stamped else line)
 
-    threading.Thread(target=read, args=(proc.stderr, proc.stderr_lines), daemon=True).start()
-    threading.Thread(target=read, args=(proc.stdout, proc.stdout_lines, first_event), daemon=True).start()
-    assert first_event.wait(300), "".join(proc.stderr_lines)  # after the capture proxy (openenv import, probe)
-    time.sleep(1.5)  # the replayed bash call (sleep 300) is running now
+    started = time.monotonic()
+    threading.Thread(target=read, args=(proc.stderr, proc.stderr_lines, True), daemon=True).start()
+    threading.Thread(target=read, args=(proc.stdout, proc.stdout_lines), daemon=True).start()
+    while not processes_matching(marker):
+        if proc.poll() is not None or time.monotonic() - started > 240:
+            proc.kill()
+            pytest.fail("the agent's sleep never ran:\n" + "".join(proc.stderr_lines + proc.stdout_lines))
+        time.sleep(0.1)
     return proc
 
 
@@ -76,14 +80,14 @@ def test_a_missing_key_is_reported_before_any_work(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
 def test_a_signalled_run_saves_what_it_has_and_deletes_its_sandbox(tmp_path, local_daytona, own_cache, how):
-    proc = start_run(tmp_path, _sleeping_recording(tmp_path))
+    proc = start_run(tmp_path, f"daytona-signalled-{os.getpid()}-{how.name}")
     assert len(local_daytona.sandbox_ids()) == 1
     proc.send_signal(how)
     proc.wait(timeout=90)
     time.sleep(0.2)  # the readers take the last lines
     out, stderr = "".join(proc.stdout_lines), "".join(proc.stderr_lines)
     assert "Traceback" not in stderr
-    assert local_daytona.sandbox_ids() == []
+    assert local_daytona.sandbox_ids() == [], stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     metadata = json.loads((run_dir / "run.meta.json").read_text())
     assert metadata["status"] == "cancelled" and metadata["backend"] == "daytona"
@@ -117,7 +121,7 @@ async def _create_foreign() -> str:
 
 
 def test_gc_deletes_the_orphan_of_a_killed_run_and_keeps_live_and_foreign_ones(tmp_path, local_daytona, own_cache):
-    proc = start_run(tmp_path, _sleeping_recording(tmp_path))
+    proc = start_run(tmp_path, f"daytona-gc-{os.getpid()}")
     proc.kill()  # SIGKILL: nothing runs, the sandbox stays behind
     proc.wait(30)
     (orphan,) = local_daytona.sandbox_ids()

@@ -19,7 +19,8 @@ the model; so does a live episode here. :class:`ModelCapture`:
 6. at the end, exports the session as openenv's ``TrainingTrace`` (``to_training_trace``).
 
 The policy itself is :mod:`capture_policy` (the same file runs inside a Daytona sandbox, see
-:mod:`sandbox_capture`). Importing ``openenv.core.harness`` takes seconds (it loads openenv's web UI): :func:`prefetch`
+:mod:`sandbox_capture`). openenv's capture modules are imported without the ``openenv.core``
+package's web UI (:func:`capture_policy.import_openenv`), still about a second: :func:`prefetch`
 starts that import on a thread while the sandbox is made, and everything else waits for it only
 when it needs it.
 """
@@ -54,7 +55,7 @@ def prefetch() -> None:
 def _import_capture() -> None:
     try:
         capture_policy.capture_modules()
-        import openenv.core.harness.training  # noqa: F401 - what the host needs at the end
+        capture_policy.import_openenv("openenv.core.harness.training")  # what the host needs at the end
     except Exception:  # noqa: BLE001 - the real import below reports it
         return
 

@@ -41,11 +41,45 @@ class CaptureFailed(RuntimeError):
     """The capture proxy cannot serve this endpoint; the message says why, in one line."""
 
 
-def capture_modules():
-    import importlib
+_IMPORT_LOCK = threading.Lock()
+_HEAVY_PARENTS = ("openenv.core", "openenv.core.harness")
 
+
+def import_openenv(name: str):
+    """The module ``name`` under ``openenv.core.harness``, exactly as openenv ships it, without
+    running the ``__init__`` of ``openenv.core`` and ``openenv.core.harness``: they import openenv's
+    web UI (gradio) and its rollout helpers, about 10 s of CPU that the capture layer and
+    ``TrainingTrace`` never use (under 1 s this way). For the import, the two packages are bare
+    package objects over their real folders; then they are dropped again, so a later
+    ``import openenv.core`` runs them in full and finds these modules already loaded."""
+    import importlib
+    import importlib.util
+    import types
+
+    with _IMPORT_LOCK:
+        if name in sys.modules or all(parent in sys.modules for parent in _HEAVY_PARENTS):
+            return importlib.import_module(name)
+        bare = []
+        try:
+            for parent in _HEAVY_PARENTS:
+                if parent in sys.modules:
+                    continue
+                spec = importlib.util.find_spec(parent)  # its own parent (openenv) is light
+                if spec is None or not spec.submodule_search_locations:
+                    raise ModuleNotFoundError(f"No module named {parent!r}", name=parent)
+                package = types.ModuleType(parent)
+                package.__path__, package.__spec__, package.__package__ = list(spec.submodule_search_locations), spec, parent
+                sys.modules[parent] = package
+                bare.append(parent)
+            return importlib.import_module(name)
+        finally:
+            for parent in bare:
+                sys.modules.pop(parent, None)
+
+
+def capture_modules():
     # By module path: the package re-exports functions under the same names as these modules.
-    return tuple(importlib.import_module(name) for name in MODULES)
+    return tuple(import_openenv(name) for name in MODULES)
 
 
 # --- what a request asked of the model ------------------------------------------------------

@@ -41,7 +41,10 @@ PIP_TIMEOUT_S = 900.0
 MAX_SMALL_BYTES = 1 << 20  # ready.json, done.json, the runner's log tail
 _FIND_PYTHON = (
     "for p in python3 python; do command -v $p >/dev/null 2>&1 || continue; "
-    "v=$($p -c 'import importlib.metadata as m, openenv.core.harness.capture; print(m.version(\"openenv\"))' 2>/dev/null) "
+    # Where openenv's capture package is, not importing it (that takes seconds; the runner reports a broken one).
+    "v=$($p -c 'import importlib.metadata as m, importlib.util as u, os; s = u.find_spec(\"openenv\"); "
+    "assert os.path.isfile(os.path.join(s.submodule_search_locations[0], \"core/harness/capture/runner.py\")); "
+    "print(m.version(\"openenv\"))' 2>/dev/null) "
     '&& { echo "$p $v"; exit 0; }; done; '
     'for p in python3 python; do command -v $p >/dev/null 2>&1 && { echo "$p"; exit 3; }; done; exit 4'
 )
@@ -189,8 +192,9 @@ class SandboxCapture:
         if data is None:
             self.record.not_trainable_because = self.record.not_trainable_because or "not trainable: the capture saw no model call"
             return None
-        from openenv.core.harness.training import TrainingTrace
         from pydantic import ValidationError
+
+        TrainingTrace = policy.import_openenv("openenv.core.harness.training").TrainingTrace
 
         try:
             trace = TrainingTrace.model_validate_json(data)

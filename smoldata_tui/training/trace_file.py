@@ -64,8 +64,9 @@ def save_training_trace(trace, trace_path: Path, *, scrub: Callable[[str], str] 
 
     ``trace`` is an ``openenv.core.harness.training.TrainingTrace``; token ids and logprobs are
     numbers, so scrubbing the texts leaves them as they were."""
-    from openenv.core.harness.training import TrainingTrace
+    from smoldata_tui.training.capture_policy import import_openenv
 
+    TrainingTrace = import_openenv("openenv.core.harness.training").TrainingTrace
     calls = native_tool_calls_of(trace_path)
     data = trace.model_dump(mode="json")
     for turn in data["turns"]:

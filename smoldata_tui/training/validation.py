@@ -2,8 +2,8 @@
 
 :func:`read_training_document` reads the file (size-capped, JSON); :func:`validate_training` runs
 openenv's own checks on it — the ``TrainingTrace`` model, then ``capture.validate.check_turn`` on
-every turn — so a failure reads exactly as openenv would report it. openenv takes seconds to
-import and is imported inside the function; without it the answer is None (unvalidated).
+every turn — so a failure reads exactly as openenv would report it. openenv (about a second
+to import) is imported inside the function; without it the answer is None (unvalidated).
 :func:`training_findings` turns the problems into ``check`` findings.
 """
 
@@ -37,9 +37,12 @@ def first_choice(response: object) -> dict:
 def validate_training(document: dict) -> list[CaptureProblem] | None:
     """openenv's problems with a TrainingTrace document (``turns`` a list); None without openenv."""
     try:
-        from openenv.core.harness.capture.validate import check_turn
-        from openenv.core.harness.training import TrainingTrace
         from pydantic import ValidationError
+
+        from smoldata_tui.training.capture_policy import import_openenv
+
+        check_turn = import_openenv("openenv.core.harness.capture.validate").check_turn
+        TrainingTrace = import_openenv("openenv.core.harness.training").TrainingTrace
     except Exception:  # noqa: BLE001 - without openenv the file stays unvalidated
         return None
     problems: list[CaptureProblem] = []
