@@ -132,10 +132,8 @@ def test_rate_limits_and_server_errors_are_retried_and_shown(tmp_path, local_day
 def test_a_network_drop_mid_run_loses_and_duplicates_nothing(tmp_path, local_daytona):
     reference, _ = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "reference")
 
-    def drop(_episode, _recorder):
-        time.sleep(0.3)
-        local_daytona.drop_connections(2.0)
-
+    # Once the agent's events flow: the log is being followed then, so requests are in flight.
+    drop = once_events_arrive(local_daytona, lambda _sandbox_id: local_daytona.drop_connections(2.0))
     result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", during=drop)
     assert result.error is None, result.error
     assert result.grade.env_reward == 1.0

@@ -223,7 +223,10 @@ class DaytonaSandbox:
         self.wire_bytes += len(text)
         parsed = shell.parse_appended(text)
         if parsed is None:
-            raise SandboxError(f"unexpected reply while following {path}: {text.strip()[-200:]!r}")
+            # A sandbox being stopped kills the read mid-reply (often an empty one): say that, not this.
+            problem = SandboxError(f"unexpected reply while following {path}: {text.strip()[-200:]!r}")
+            self._raise_if_lost(problem)
+            raise problem
         size, data = parsed
         if size < offset and (size >= 0 or offset > 0):
             raise SandboxError(f"{path} shrank from at least {offset} to {max(size, 0)} bytes: the log cannot be followed")
