@@ -22,7 +22,7 @@ from smoldata_tui.trace import analyze_bytes, analyze_path
 from .conftest import SAMPLES
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import Recorder, _sleeping_recording
+from .test_episode_local import Recorder, _self_killing_recording, _sleeping_recording
 
 pytestmark = pytest.mark.usefixtures("opencode_bin")
 PASSING = SAMPLES / "clean_pass.jsonl"
@@ -172,12 +172,14 @@ def test_a_sandbox_stopped_and_auto_deleted_mid_run_is_reported_and_recorded(tmp
 
 def test_a_lost_answer_to_opencode_export_is_asked_again_and_the_grade_kept(tmp_path, local_daytona):
     local_daytona.drop_answer_next(1, path_contains="process/execute", body_contains="opencode export ")
-    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs")
+    # The export is asked only of an agent that did not end on its own: this one is killed mid-call.
+    result, recorder = run_daytona("sales-top-region", f"replay:{_self_killing_recording(tmp_path)}", tmp_path / "runs")
     assert result.error is None, result.error
-    assert result.status == "finished" and result.grade.env_reward == 1.0
+    assert result.status == "killed" and result.grade.env_reward == 1.0
     recover = messages(recorder, "recover calls")
     assert any("connection lost on exec" in m for m in recover), recover
-    assert any("unfinished call(s) recovered from opencode export" in m for m in recover), recover
+    assert any("1 unfinished call(s) recovered from opencode export" in m for m in recover), recover
+    assert [(call.tool, call.status) for call in result.recovered] == [("bash", "running")]
     assert json.loads(result.metadata_path.read_text())["error"] is None
     assert local_daytona.sandbox_ids() == []
 
@@ -185,9 +187,10 @@ def test_a_lost_answer_to_opencode_export_is_asked_again_and_the_grade_kept(tmp_
 def test_an_export_that_keeps_failing_never_costs_the_grade(tmp_path, local_daytona):
     local_daytona.fail_next(1000, 500, path_contains="process/execute", body_contains="opencode export ")
     settings = DaytonaSettings(**{**FAST, "retry_budget_s": 3.0})
-    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", settings=settings)
+    result, recorder = run_daytona("sales-top-region", f"replay:{_self_killing_recording(tmp_path)}", tmp_path / "runs",
+                                   settings=settings)  # fmt: skip
     assert result.error is None, result.error
-    assert result.status == "finished" and result.grade.env_reward == 1.0 and result.exit_status == 0
+    assert result.status == "killed" and result.grade.env_reward == 1.0 and result.recovered == []
     recover = messages(recorder, "recover calls")
     assert any("opencode export failed" in m for m in recover), recover
     assert local_daytona.sandbox_ids() == []

@@ -93,6 +93,10 @@ def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 300,
     return episode.run(), recorder
 
 
+def messages_of(recorder: Recorder, stage: str) -> list[str]:
+    return [message for name, _, message in recorder.stages if name == stage and message]
+
+
 def test_replayed_passing_episode_grades_one_with_the_recordings_verdict(tmp_path, sandboxes):
     recording = SAMPLES / "clean_pass.jsonl"
     result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs")
@@ -106,8 +110,12 @@ def test_replayed_passing_episode_grades_one_with_the_recordings_verdict(tmp_pat
     assert bytes(recorder.bytes) == result.trace_path.read_bytes()
     done = [name for name, state, _ in recorder.stages if state == "done"]
     assert done == ["install OpenCode", "create sandbox", "capture proxy", "stage task", "agent running", "recover calls", "grading"]
+    # An agent that ended on its own left no call running: OpenCode is not started again to ask.
+    assert "the agent ended on its own (exit code 0): no call was cut short" in messages_of(recorder, "recover calls")
+    assert result.recovered == []
     metadata = json.loads(result.metadata_path.read_text())
     assert metadata["status"] == "finished" and metadata["grade"]["env_reward"] == 1.0
+    assert metadata["sandbox"]["opencode_version"] == "1.18.31"
     assert metadata["model"] == f"replay:{recording}"
     assert metadata["prompt"] == load_task(default_task_root() / "sales-top-region").instruction  # what the agent was given
     assert sandbox_dirs(sandboxes) == []
@@ -162,6 +170,22 @@ def _sleeping_recording(tmp_path: Path, marker: str = "done-sleeping") -> Path:
     builder.text("finished")
     builder.step_finish("stop")
     path = tmp_path / "sleepy.jsonl"
+    path.write_bytes(builder.dumps())
+    return path
+
+
+def _self_killing_recording(tmp_path: Path) -> Path:
+    """A recorded episode that writes the right answer, then whose bash call kills OpenCode (its
+    parent): the agent dies mid-call (exit 137) on its own, so the call is recovered from
+    ``opencode export`` and the answer is still graded."""
+    builder = TraceBuilder()
+    builder.step_start()
+    builder.tool("write", {"filePath": "/workdir/answer.txt", "content": "West\n"}, output="Wrote file successfully.")
+    builder.step_finish("tool-calls")
+    builder.step_start()
+    builder.bash("kill -KILL $PPID; sleep 30", "")
+    builder.step_finish("tool-calls")
+    path = tmp_path / "self-killing.jsonl"
     path.write_bytes(builder.dumps())
     return path
 

@@ -137,6 +137,23 @@ def test_two_installers_at_once_install_once(tmp_path, fake_npm, monkeypatch):
     assert "waiting for another smoldata-tui to finish installing OpenCode…" in outputs[1]
 
 
+def test_an_installed_binary_is_started_once_to_check_it_until_its_file_changes(tmp_path, fake_npm):
+    cache = tmp_path / "cache"
+    assert installer(cache, "9.9.9").communicate(timeout=30)[0].splitlines()[-1] == str(cache / "9.9.9" / "bin" / "opencode")
+    binary = cache / "9.9.9" / "bin" / "opencode"
+    starts = tmp_path / "starts"
+    # Each start of the binary is logged from now on.
+    binary.write_text(f"#!/bin/sh\necho x >> {starts}; echo 9.9.9\n")
+    for _ in range(2):  # new processes: the first asks the changed file, the second trusts the stamp
+        done = installer(cache, "9.9.9").communicate(timeout=30)
+        assert done[0].splitlines()[-1] == str(binary), done
+    assert starts.read_text().count("x") == 1
+    assert len(fake_npm.read_text().splitlines()) == 1  # never reinstalled
+    binary.write_text("#!/bin/sh\necho 1.0.0\n")  # replaced by a binary of another version: asked, reinstalled
+    installer(cache, "9.9.9").communicate(timeout=30)
+    assert len(fake_npm.read_text().splitlines()) == 2
+
+
 def test_interrupted_install_leaves_no_cache_and_no_npm(tmp_path, fake_npm, monkeypatch):
     monkeypatch.setenv("FAKE_NPM_SECONDS", "60")
     cache = tmp_path / "cache"

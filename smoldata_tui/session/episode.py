@@ -57,7 +57,7 @@ from smoldata_tui.session.opencode_config import (
     redacted,
     setup_shell,
 )
-from smoldata_tui.session.opencode_install import resolve_opencode
+from smoldata_tui.session.opencode_install import checked_version, resolve_opencode
 from smoldata_tui.session.opencode_env_harness import (
     PROXY_TRACE_NAME,
     HarnessUnavailable,
@@ -104,6 +104,7 @@ class Episode:
         self._session = None  # opencode_env's OpenCodeSession, with --harness opencode-env
         self._staged: int | None = None  # files staged before opencode_env started the agent
         self._opencode = "opencode"  # how the agent command names the binary inside the sandbox
+        self._opencode_version: str | None = None  # its --version, when placing it asked already
         self.run_dir: Path | None = None
         endpoint = spec.endpoint
         # OpenCode reads the key from here, inside the sandbox; saved metadata gets it redacted.
@@ -178,6 +179,7 @@ class Episode:
             self._deadline = time.monotonic() + spec.timeout_s
             with self._stage("create sandbox", result):
                 self._sandbox, self._opencode = create_local(binary, timeout_s=spec.timeout_s, metadata=metadata)
+                self._opencode_version = checked_version(binary)  # the file bound into the sandbox, asked once
                 result.metadata.sandbox = sandbox_record(self._sandbox)
         elif spec.backend == "daytona":
             with self._stage("create sandbox", result) as say:
@@ -185,7 +187,7 @@ class Episode:
                                                progress=say, cancel=self._cancel)  # fmt: skip
                 result.metadata.sandbox = sandbox_record(self._sandbox)
             with self._stage("install OpenCode", result) as say:
-                self._opencode = place_opencode(self._sandbox, version=spec.opencode_version,
+                self._opencode, self._opencode_version = place_opencode(self._sandbox, version=spec.opencode_version,
                                                 opencode_bin=spec.opencode_bin, progress=say)  # fmt: skip
         else:
             raise EpisodeFailed("create sandbox", f"unknown backend {spec.backend!r} (use {' or '.join(BACKENDS)})")
@@ -199,7 +201,9 @@ class Episode:
             say(f"{files} input file{'s' if files != 1 else ''} in /home/user/input")
             if self._session is None:  # opencode_env wrote its own
                 self._write_agent_files()
-                result.metadata.sandbox["opencode_version"] = opencode_version_in(self._sandbox, HOME, self._opencode)
+                # Asked where the binary was placed (each start of OpenCode costs ~2 s of CPU), else here.
+                result.metadata.sandbox["opencode_version"] = (self._opencode_version
+                                                               or opencode_version_in(self._sandbox, HOME, self._opencode))
         with self._stage("agent running", result) as say:
             self._run_agent(result, say)
         with self._stage("recover calls", result) as say:
@@ -337,6 +341,11 @@ class Episode:
     def _recover(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
         if self._session is not None:
             self._save_proxy_trace(result, say)
+        if result.status == "finished" and result.exit_code == 0:
+            # `opencode run` ends on its own only once every call has an answer: nothing was cut
+            # short, and asking the export (a start of OpenCode, ~2 s of CPU) would find nothing.
+            say("the agent ended on its own (exit code 0): no call was cut short")
+            return
         session_id = first_session_id(result.trace_path)
         if session_id is None:
             say("no sessionID in the log: nothing to recover")

@@ -40,6 +40,7 @@ __all__ = [
     "NPM_PACKAGE",
     "OpenCodeInstallError",
     "binary_version",
+    "checked_version",
     "ensure_opencode",
     "installed_binary",
     "opencode_cache_dir",
@@ -113,21 +114,50 @@ def ensure_opencode(
     say = progress or (lambda line: None)
     version = _checked_version(version)
     binary = installed_binary(version, cache_dir=cache_dir)
-    # Threads of one process (a batch's episodes) check and install one at a time, and a binary
-    # checked once is not started again while its file is unchanged; flock below serialises
-    # processes (and threads too, each holding its own open file).
+    # Threads of one process (a batch's episodes) check and install one at a time; flock below
+    # serialises processes (and threads too, each holding its own open file).
     with _thread_lock:
-        identity = _identity(binary)
-        if identity is not None and _verified.get(binary) == identity:
-            return binary
-        if binary_version(binary) != version:
+        if checked_version(binary, stamp=True) != version:
             _install_locked(version, binary, cache_dir, say)
-        _verified[binary] = _identity(binary)
+            checked_version(binary, stamp=True)
         return binary
 
 
 _thread_lock = threading.Lock()
-_verified: dict[Path, tuple[int, int, int]] = {}
+_verified: dict[Path, tuple[tuple[int, int, int], str]] = {}
+_STAMP = "verified.json"  # beside bin/ in an installed version: the binary's identity when it last answered
+
+
+def checked_version(binary: str | os.PathLike[str], *, stamp: bool = False) -> str | None:
+    """What ``<binary> --version`` prints, asked once per file: every start of the binary costs
+    about 2 s of CPU, so the answer is kept for as long as the file is the same one (inode, size,
+    mtime) — in this process, and with ``stamp`` (an installed version's binary) in a
+    ``verified.json`` beside ``bin/`` for the next process."""
+    binary = Path(binary)
+    identity = _identity(binary)
+    if identity is None:
+        return None
+    known = _verified.get(binary)
+    if known is not None and known[0] == identity:
+        return known[1]
+    stamp_path = binary.parent.parent / _STAMP
+    if stamp:
+        try:
+            saved = json.loads(stamp_path.read_text(encoding="utf-8"))
+            if isinstance(saved, dict) and saved.get("identity") == list(identity) and isinstance(saved.get("version"), str):
+                _verified[binary] = (identity, saved["version"])
+                return saved["version"]
+        except (OSError, ValueError):
+            pass
+    version = binary_version(binary)
+    if version is not None and _identity(binary) == identity:
+        _verified[binary] = (identity, version)
+        if stamp:
+            try:
+                stamp_path.write_text(json.dumps({"version": version, "identity": list(identity)}) + "\n", encoding="utf-8")
+            except OSError:
+                pass  # a read-only cache: asked again next time
+    return version
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
@@ -166,7 +196,7 @@ def resolve_opencode(
     found = shutil.which(os.path.expanduser(given))
     if found is None:
         raise OpenCodeInstallError(f"--opencode-bin {given}: no such executable")
-    reported = binary_version(found)
+    reported = checked_version(found)
     if reported is None:
         raise OpenCodeInstallError(f"--opencode-bin {given}: `{found} --version` failed; is it OpenCode?")
     if reported != version and progress is not None:

@@ -65,12 +65,13 @@ def create_daytona(settings, *, timeout_s: float, metadata: dict[str, str], prog
     return backend.create(timeout_s=timeout_s, metadata=metadata, progress=progress, cancel=cancel)
 
 
-def place_opencode(sandbox, *, version: str, opencode_bin: str | None, progress: Progress) -> str:
-    """Make OpenCode ``version`` runnable in a remote sandbox; skip the upload when the image has it."""
+def place_opencode(sandbox, *, version: str, opencode_bin: str | None, progress: Progress) -> tuple[str, str | None]:
+    """Make OpenCode ``version`` runnable in a remote sandbox; skip the upload when the image has it.
+    Returns how the agent command names the binary and what its ``--version`` said there."""
     found = _opencode_in(sandbox)
     if found is not None and found[1] == version:
         progress(f"OpenCode {version} is in the image ({found[0]}): nothing to install")
-        return "opencode" if found[0] == OPENCODE_IN_HOME else found[0]
+        return ("opencode" if found[0] == OPENCODE_IN_HOME else found[0]), version
     if found is not None:
         progress(f"the image has OpenCode {found[1] or '(unknown version)'} at {found[0]}; installing {version}")
     binary = resolve_opencode(opencode_bin, version, progress=progress)
@@ -80,8 +81,9 @@ def place_opencode(sandbox, *, version: str, opencode_bin: str | None, progress:
     result = sandbox.exec(f"chmod 755 {OPENCODE_IN_HOME} && {OPENCODE_IN_HOME} --version", timeout=120)
     if result.exit_code != 0:
         raise RuntimeError(f"the uploaded OpenCode does not run in the sandbox: {(result.stderr or result.stdout).strip()[:300]}")
-    progress(f"OpenCode {result.stdout.strip()} installed")
-    return "opencode"
+    installed = result.stdout.strip().splitlines()[-1:] or [""]
+    progress(f"OpenCode {installed[0]} installed")
+    return "opencode", installed[0] or None
 
 
 def _opencode_in(sandbox) -> tuple[str, str] | None:
