@@ -311,10 +311,10 @@ async def test_first_create_from_an_image_streams_its_build_log_then_the_build_i
         assert ("GET", f"/sandboxes/{built.id}/build-logs", 200) in local_daytona.requests
 
         later: list[str] = []
-        started = time.monotonic()
         cached = await daytona.create(CreateSandboxFromImageParams(image="debian:12", name="cached"), timeout=30,
                                       on_snapshot_create_logs=later.append)  # fmt: skip
-        assert cached.state == SandboxState.STARTED and later == [] and time.monotonic() - started < 1.5
+        assert cached.state == SandboxState.STARTED and later == []
+        assert local_daytona.image_builds() == ["debian:12"]  # not built again
         snapshot = await daytona.create(CreateSandboxFromSnapshotParams(snapshot="env-snap", name="snap"), timeout=30)
         assert snapshot.state == SandboxState.STARTED
         assert local_daytona.image_builds() == ["debian:12"]

@@ -46,10 +46,10 @@ def test_read_appended_waits_in_the_sandbox_for_the_log_to_grow(tmp_path):
     log.write_bytes(b"old\n")
     writer = subprocess.Popen(["bash", "-c", f"sleep 0.3; printf 'new\\n' >> '{log}'"])
     started = time.monotonic()
-    reply = run(shell.read_appended(str(log), 4, 100, 3.0)).stdout
+    reply = run(shell.read_appended(str(log), 4, 100, 30.0)).stdout
     writer.wait()
     assert shell.parse_appended(reply) == (8, b"new\n")
-    assert 0.25 < time.monotonic() - started < 2.0  # returned when the line came, not at the deadline
+    assert 0.25 < time.monotonic() - started < 15  # returned when the line came, not at the 30 s deadline
 
 
 def test_the_loop_thread_raises_a_coroutines_own_timeout_error_at_once():
@@ -59,4 +59,4 @@ def test_the_loop_thread_raises_a_coroutines_own_timeout_error_at_once():
     started = time.monotonic()
     with pytest.raises(TimeoutError, match="the coroutine's own"):
         LoopThread().run(times_out())
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10

@@ -12,11 +12,19 @@ from .test_sandbox_support import backend, base_dir, sandbox  # noqa: F401 - fix
 FAKE = "/root/fake-opencode"
 
 
+def _install_fake(sandbox, script: str) -> None:
+    """Written by the sandbox's own shell: a file the host wrote could still be open in a process
+    another thread of this test worker forks at that moment, and exec'ing it would then fail
+    with "text file busy"."""
+    sandbox.write_text("/root/fake.txt", script)
+    done = sandbox.exec(f"cp /root/fake.txt {FAKE} && chmod 755 {FAKE}")
+    assert done.exit_code == 0, done.stderr
+
+
 def _fake_opencode(sandbox, size: int) -> int:
     """An `opencode` whose export is ``size`` NULs after a JSON head; returns the bytes it prints."""
     body = '{"messages": [], "pad": "' + "x" * 16 + '"}'
-    sandbox.write_text(FAKE, f"#!/bin/sh\nprintf '%s' '{body}'\nhead -c {size} /dev/zero\n")
-    sandbox.exec(f"chmod 755 {FAKE}")
+    _install_fake(sandbox, f"#!/bin/sh\nprintf '%s' '{body}'\nhead -c {size} /dev/zero\n")
     return len(body) + size
 
 
@@ -28,6 +36,6 @@ def test_an_export_over_the_cap_is_refused_with_its_size(sandbox):
 
 
 def test_an_export_under_the_cap_is_read(sandbox):
-    sandbox.write_text(FAKE, "#!/bin/sh\necho 'notice: migrating'\necho '{\"messages\": []}'\n")
-    sandbox.exec(f"chmod 755 {FAKE}")
-    assert export_session(sandbox, FAKE, "ses_1", {}, max_bytes=1 << 20) == {"messages": []}
+    _install_fake(sandbox, "#!/bin/sh\necho 'notice: migrating'\necho '{\"messages\": []}'\n")
+    problems: list[str] = []
+    assert export_session(sandbox, FAKE, "ses_1", {}, max_bytes=1 << 20, report=problems.append) == {"messages": []}, problems

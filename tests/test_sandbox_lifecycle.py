@@ -44,7 +44,7 @@ def test_exec_timeout_kills_the_command_and_returns_124(sandbox):
     assert "defunct" not in listing  # killed cleanly: no zombie left for the host's init to reap
     started = time.monotonic()
     sandbox.kill()
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 10  # not the 30 s sleep
 
 
 def test_bg_wait_raises_timeout_error_then_kill_ends_the_job(sandbox):

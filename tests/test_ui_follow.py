@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 from textual import events
 
@@ -32,7 +31,8 @@ async def open_following(pilot, count: int):
     return screen
 
 
-async def test_appended_events_appear_within_half_a_second_and_the_end_sticks(tmp_path):
+async def test_appended_events_appear_and_the_end_sticks(tmp_path):
+    # How soon they appear is measured in bench/viewer_speed.py (follow), not here.
     lines = trace_lines()
     path = tmp_path / "run.jsonl"
     path.write_bytes(b"".join(lines[:4]))
@@ -42,9 +42,7 @@ async def test_appended_events_appear_within_half_a_second_and_the_end_sticks(tm
         assert cursor_line(app) == 4  # following starts at the end
         assert "running" in screen_lines(app)[0]
         append_from_another_process(path, b"".join(lines[4:8]))
-        written = time.monotonic()
-        await wait_for(pilot, lambda: screen.model.count == 8, timeout=2, what="the appended events")
-        assert time.monotonic() - written < 0.5
+        await wait_for(pilot, lambda: screen.model.count == 8, timeout=20, what="the appended events")
         await pilot.pause()
         assert cursor_line(app) == 8  # the cursor was at the end: it stays at the end
         view = timeline(app)
@@ -69,7 +67,7 @@ async def test_mouse_wheel_scrolls_and_stops_following(tmp_path):
         assert cursor_line(app) == 48
         assert not view.tail  # reading back up: new events no longer pull the view down
         append_from_another_process(path, b"".join(lines[4:6]))
-        await wait_for(pilot, lambda: screen.model.count == 50, timeout=2, what="the appended events")
+        await wait_for(pilot, lambda: screen.model.count == 50, timeout=20, what="the appended events")
         await pilot.pause()
         assert cursor_line(app) == 48 and view.pending == 2
 
@@ -84,7 +82,7 @@ async def test_cursor_away_from_the_end_stays_and_new_events_are_counted(tmp_pat
         await pilot.press("k", "k")
         assert cursor_line(app) == 2
         append_from_another_process(path, b"".join(lines[4:7]))
-        await wait_for(pilot, lambda: screen.model.count == 7, timeout=2, what="the appended events")
+        await wait_for(pilot, lambda: screen.model.count == 7, timeout=20, what="the appended events")
         await pilot.pause()
         assert cursor_line(app) == 2
         assert timeline(app).pending == 3
@@ -107,7 +105,7 @@ async def test_half_written_line_waits_for_its_newline(tmp_path):
         assert screen.model.count == 2
         assert not any(f.kind == "malformed_line" for f in screen.model.findings[: screen.model.finding_count])
         append_from_another_process(path, lines[2][30:])
-        await wait_for(pilot, lambda: screen.model.count == 3, timeout=2, what="the completed line")
+        await wait_for(pilot, lambda: screen.model.count == 3, timeout=20, what="the completed line")
         assert screen.model.record(2).kind == "tool_use"
 
 
@@ -119,7 +117,7 @@ async def test_truncated_file_is_read_again_with_a_notice(tmp_path):
     async with app.run_test(notifications=True, size=SIZE) as pilot:
         screen = await open_following(pilot, 8)
         path.write_bytes(b"".join(lines[:3]))  # a new run reusing the file
-        await wait_for(pilot, lambda: screen.generation == 2 and screen.model.count == 3, timeout=2, what="the reset")
+        await wait_for(pilot, lambda: screen.generation == 2 and screen.model.count == 3, timeout=20, what="the reset")
         assert "truncated" in screen.notice
         assert any("truncated" in line for line in screen_lines(app))
 
