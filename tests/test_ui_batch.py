@@ -61,7 +61,7 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sa
 
         await pilot.press("c")  # cancel the first episode only: the queued third one starts
         await wait_for(pilot, lambda: cell(grid, "sales-top-region-1", "stage") == "cancelled", 120)
-        await wait_for(pilot, lambda: cell(grid, "sales-top-region-3", "stage") not in ("queued", ""), 30)
+        await wait_for(pilot, lambda: cell(grid, "sales-top-region-3", "stage") not in ("queued", ""), 120)
         assert cell(grid, "sales-top-region-2", "stage") == "agent running"
 
         await pilot.press("C")  # cancel every episode, after asking
