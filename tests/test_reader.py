@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import io
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smoldata_tui.trace.reader import LineFramer, may_hold_extra_breaks
+from smoldata_tui.trace.reader import LineFramer, may_hold_extra_breaks, read_at_most
 
 
 def frame(data: bytes, cuts: list[int]) -> list[tuple[int, int, bytes, bool]]:
@@ -71,3 +73,34 @@ def test_a_huge_line_in_small_reads_is_joined_once():
         assert framer.feed(piece) is None
     batch = framer.feed(b"\n")
     assert len(batch.lines[0]) == 160 * 65536
+
+
+def test_read_at_most_reads_a_file_whole_or_up_to_its_limit(tmp_path):
+    path = tmp_path / "sidecar"
+    for size in (0, 1, 5000, 70_000, 200_000):
+        data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+        path.write_bytes(data)
+        for limit in (1, 4096, 65_536, 65_537, 10 << 20):
+            with open(path, "rb") as handle:
+                assert read_at_most(handle, limit) == data[:limit]
+
+
+def test_read_at_most_follows_a_file_that_grows_while_read(tmp_path):
+    path = tmp_path / "growing"
+    path.write_bytes(b"a" * 10)
+
+    class Growing(io.FileIO):  # the file doubles after the first read: the stat size is stale
+        grown = False
+
+        def read(self, size=-1):
+            chunk = super().read(size)
+            if not self.grown:
+                self.grown = True
+                with open(path, "ab") as more:
+                    more.write(b"b" * 100_000)
+            return chunk
+
+    with Growing(path, "rb") as handle:
+        assert read_at_most(handle, 1 << 20) == b"a" * 10 + b"b" * 100_000
+    with Growing(path, "rb") as handle:
+        assert len(read_at_most(handle, 50_000)) == 50_000

@@ -123,3 +123,10 @@ def test_wait_for_times_out_with_a_clear_message():
             return str(exc)
 
     assert asyncio.run(run()) == "timed out waiting for nothing"
+
+
+def searched(screen, text: str) -> bool:
+    """The search for the whole of ``text`` has finished: on a loaded machine the find bar's
+    debounce can fire between keys, and a search for the first letters can finish first."""
+    query = screen.search.query
+    return query is not None and query.text == text and not screen.search.running

@@ -14,6 +14,7 @@ from .test_ui_helpers import (
     loaded,
     replay_app,
     screen_lines,
+    searched,
     small_episode,
     timeline,
     wait_for,
@@ -42,7 +43,7 @@ async def test_search_counts_moves_and_clears(tmp_path):
         bar = screen.query_one(FindBar)
         assert bar.is_open and app.focused is bar.query_one("#find-input")
         await pilot.press(*"pandas")
-        await wait_for(pilot, lambda: screen.search.matches and not screen.search.running, what="search results")
+        await wait_for(pilot, lambda: searched(screen, "pandas"), what="search results")
         # the python command (line 7), its title... and the quoted sentence (line 14)
         assert list(screen.search.matches) == [6, 13]
         await pilot.press("enter")  # go to the first match, back to the timeline
@@ -75,11 +76,11 @@ async def test_search_finds_text_as_json_escapes_it_and_says_no_match(tmp_path):
     async with app.run_test(notifications=True, size=SIZE) as pilot:
         screen = await loaded(pilot)
         await pilot.press("slash", *'"pandas is', "enter")
-        await wait_for(pilot, lambda: not screen.search.running, what="search")
+        await wait_for(pilot, lambda: searched(screen, '"pandas is'), what="search")
         assert list(screen.search.matches) == [13]
         assert cursor_line(app) == 14
         await pilot.press("slash", *"zebra", "enter")
-        await wait_for(pilot, lambda: not screen.search.running and screen.search.query.text == "zebra", what="search")
+        await wait_for(pilot, lambda: searched(screen, "zebra"), what="search")
         assert find_count(app).startswith("no match")
 
 
@@ -89,10 +90,10 @@ async def test_smart_case(tmp_path):
     async with app.run_test(notifications=True, size=SIZE) as pilot:
         screen = await loaded(pilot)
         await pilot.press("slash", *"WEST", "enter")
-        await wait_for(pilot, lambda: not screen.search.running and screen.search.query is not None, what="search")
+        await wait_for(pilot, lambda: searched(screen, "WEST"), what="search")
         assert list(screen.search.matches) == []  # capitals: case-sensitive
         await pilot.press("slash", *"west", "enter")
-        await wait_for(pilot, lambda: not screen.search.running and screen.search.query.text == "west", what="search")
+        await wait_for(pilot, lambda: searched(screen, "west"), what="search")
         assert list(screen.search.matches) == [9, 10]
 
 
@@ -132,7 +133,7 @@ async def test_filter_dialog_by_type_and_search_skips_hidden_rows(tmp_path):
         assert app.screen is screen
         assert {screen.model.record(screen.model.event_at(row)).kind for row in range(4)} == {"tool_use"}
         await pilot.press("slash", *"pandas", "enter")
-        await wait_for(pilot, lambda: not screen.search.running and screen.search.query is not None, what="search")
+        await wait_for(pilot, lambda: searched(screen, "pandas"), what="search")
         assert cursor_line(app) == 7
         await pilot.press("n")  # the other match (a text event) is filtered out: stay, wrap
         assert cursor_line(app) == 7

@@ -18,7 +18,7 @@ from smoldata_tui.trace.build_episode import realistic_episode
 from smoldata_tui.ui.screens.fleet import FleetScreen
 
 from .conftest import SAMPLES
-from .test_ui_helpers import loaded, replay_app, small_episode, wait_for, write_trace
+from .test_ui_helpers import loaded, replay_app, searched, small_episode, wait_for, write_trace
 from .test_ui_fleet import folder_of_traces
 from .test_ui_safety import evil_trace
 
@@ -85,7 +85,7 @@ def test_search_with_matches_and_a_filter(snap_compare, tmp_path):
         screen = await loaded(pilot)
         await pilot.press("u")  # (no filter yet: harmless)
         await pilot.press("slash", *"pandas")
-        await wait_for(pilot, lambda: screen.search.query is not None and not screen.search.running, what="search")
+        await wait_for(pilot, lambda: searched(screen, "pandas"), what="search")
         await pilot.press("enter")
         pilot.app.screen.query_one(Input).cursor_blink = False
 

@@ -58,6 +58,8 @@ from pathlib import Path
 
 import orjson
 
+from smoldata_tui.trace.reader import read_at_most
+
 FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
 PROMPT_CAP = 256 * 1024  # characters of the task's instruction kept in run.meta.json
@@ -476,7 +478,7 @@ def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = Non
     path = os.fspath(path)
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_METADATA_BYTES + 1)
+            data = read_at_most(handle, MAX_METADATA_BYTES + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:

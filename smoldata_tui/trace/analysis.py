@@ -365,7 +365,9 @@ def analyze_bytes(data: bytes, *, keep_events: bool = False) -> tuple[TraceRepor
 def analyze_path(path: str | os.PathLike[str], *, keep_events: bool = False) -> tuple[TraceReport, TraceAnalysis]:
     """Stream a trace file through the analysis (OSError propagates to the caller)."""
     analysis = TraceAnalysis(keep_events=keep_events)
-    with open(Path(path), "rb", buffering=0) as handle:
-        while chunk := handle.read(CHUNK_SIZE):
+    with open(path, "rb", buffering=0) as handle:
+        # read(n) allocates n bytes first: a small trace (a fleet's thousands) is read by its size
+        chunk_size = min(CHUNK_SIZE, max(os.fstat(handle.fileno()).st_size + 1, 1 << 16))
+        while chunk := handle.read(chunk_size):
             analysis.feed(chunk)
     return analysis.finish(), analysis

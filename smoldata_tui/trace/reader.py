@@ -8,6 +8,7 @@ rest is UTF-8 as it streams past, and hands out a :class:`HugeLine` instead of i
 from __future__ import annotations
 
 import codecs
+import os
 from dataclasses import dataclass, field
 
 _CR = b"\r"
@@ -188,3 +189,22 @@ class LineFramer:
         self._next_line += 1
         self._next_offset += len(data)
         return batch
+
+
+def read_at_most(handle, limit: int) -> bytes:
+    """Up to ``limit`` bytes of an open binary file. ``handle.read(limit)`` allocates ``limit``
+    bytes before reading: with a cap of megabytes that costs more than reading a small sidecar
+    (a fleet reads thousands), so this reads by the file's size, and on while the file grows."""
+    try:
+        step = max(os.fstat(handle.fileno()).st_size + 1, 1 << 16)
+    except (OSError, AttributeError, ValueError):
+        step = 1 << 16
+    parts: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = handle.read(min(left, step))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)

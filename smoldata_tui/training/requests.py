@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from smoldata_tui.trace.reader import read_at_most
 from smoldata_tui.training.capture_policy import TRAINING_OUTPUT_CAP, request_summary
 
 REQUESTS_SUFFIX = ".requests.jsonl"
@@ -51,7 +52,7 @@ def read_capped(path: str | os.PathLike[str], limit: int, notes: list[str]) -> b
     """Up to ``limit`` + 1 bytes of a sidecar; None when it is absent or unreadable (said in ``notes``)."""
     try:
         with open(path, "rb") as handle:
-            return handle.read(limit + 1)
+            return read_at_most(handle, limit + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -31,6 +31,7 @@ from typing import Any
 
 from smoldata_tui.session.metadata import redact_text
 from smoldata_tui.trace import analyze_path
+from smoldata_tui.trace.reader import read_at_most
 
 TRAINING_SUFFIX = ".training.json"
 MAX_TRAINING_BYTES = 512 << 20
@@ -96,7 +97,7 @@ def read_training_document(path: str | os.PathLike[str]) -> tuple[Any, CapturePr
     path = Path(path)
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_TRAINING_BYTES + 1)
+            data = read_at_most(handle, MAX_TRAINING_BYTES + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
