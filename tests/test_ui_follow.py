@@ -131,10 +131,10 @@ async def test_waits_for_the_file_then_finishes_when_the_episode_says_so(tmp_pat
         screen = episode(app)
         await wait_for(pilot, lambda: "waiting for later.jsonl" in screen.notice, what="the waiting notice")
         path.write_bytes(b"".join(lines))
-        await wait_for(pilot, lambda: screen.model.count == 12, timeout=3, what="the events")
+        await wait_for(pilot, lambda: screen.model.count == 12, timeout=30, what="the events")
         assert not screen.notice
         assert not screen.finished  # still following: the run may go on
         save_metadata(metadata_path_for(path), EpisodeMetadata(task="sales", status="finished", exit_code=0))
-        await wait_for(pilot, lambda: screen.finished, timeout=4, what="the episode to finish")
+        await wait_for(pilot, lambda: screen.finished, timeout=30, what="the episode to finish")
         await pilot.pause()
         assert "finished" in screen_lines(app)[0] and "sales" in screen_lines(app)[0]

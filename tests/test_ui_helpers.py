@@ -51,7 +51,7 @@ def write_trace(path: Path, builder: TraceBuilder) -> Path:
     return path
 
 
-async def wait_for(pilot: Pilot, condition, timeout: float = 10.0, what="condition") -> None:
+async def wait_for(pilot: Pilot, condition, timeout: float = 30.0, what="condition") -> None:
     """Poll ``condition`` until it holds; ``what`` (a string or a callable giving one) names it."""
     deadline = time.monotonic() + timeout
     while not condition():
