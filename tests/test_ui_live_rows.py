@@ -25,6 +25,10 @@ def test_the_shell_tool_commands_are_the_ones_opencode_started():
         "   40     1    1 bash -c ps -eo pid=,ppid=,etimes=,args=",
     ])  # fmt: skip
     assert shell_tool_commands(listing) == [RunningCommand("sleep 60 && echo done", 42.0)]
+    # Between fork and exec (or as a subshell) the shell's child has the same command line: the
+    # listing CI caught at that moment showed the command twice.
+    forked = listing + "\n   32    30    0 /usr/bin/bash -c sleep 60 && echo done"
+    assert shell_tool_commands(forked) == [RunningCommand("sleep 60 && echo done", 42.0)]
 
 
 def test_a_real_sandbox_shows_a_command_its_opencode_runs(sandbox, tmp_path):  # noqa: F811

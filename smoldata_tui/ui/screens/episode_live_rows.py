@@ -142,6 +142,9 @@ def shell_tool_commands(listing: str) -> list[RunningCommand]:
             continue
         if not _descends_from(pid, agents, processes):
             continue
+        parent = processes.get(ppid)
+        if parent is not None and parent[2] == args:
+            continue  # the command's own fork (a subshell, or a child not yet exec'd): one command, not two
         found.append(RunningCommand(words[2].strip(), float(elapsed) if elapsed.isdigit() else None))
     return found
 
