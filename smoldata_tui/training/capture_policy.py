@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -246,6 +244,8 @@ def _start_on(runner, server, host: str, timeout_s: float) -> None:
 
 def mint_session(port: int, admin_key: str) -> str:
     """One capture session: its id is the API key OpenCode uses."""
+    import urllib.request  # here: ``check`` imports this module and never makes a request
+
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}/sessions",
         data=json.dumps({"metadata": {"app": "smoldata-tui"}}).encode(),
@@ -305,6 +305,8 @@ def run_in_sandbox(folder: str) -> int:
     try:
         runner, validate_llm, export, contract = capture_modules()
         record = probe(validate_llm, config["llm_url"], config["model"], config.get("api_key"))
+        import secrets
+
         admin_key = secrets.token_urlsafe(24)
         server, port = serve(runner, llm_url=config["llm_url"], model=config["model"], api_key=config.get("api_key"),
                              level=record["level"], admin_key=admin_key, on_request=on_request,

@@ -94,20 +94,21 @@ class CaptureProblem:
 
 def read_training_document(path: str | os.PathLike[str]) -> tuple[Any, CaptureProblem | None] | None:
     """(the parsed JSON, None) or (None, the FATAL problem); None when there is no such file."""
-    path = Path(path)
+    path = os.fspath(path)
+    name = os.path.basename(path)
     try:
         with open(path, "rb") as handle:
             data = read_at_most(handle, MAX_TRAINING_BYTES + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return None, CaptureProblem("FATAL", "unreadable", f"cannot read {path.name}: {exc.strerror or exc}")
+        return None, CaptureProblem("FATAL", "unreadable", f"cannot read {name}: {exc.strerror or exc}")
     if len(data) > MAX_TRAINING_BYTES:
-        return None, CaptureProblem("FATAL", "too_large", f"{path.name} is over {MAX_TRAINING_BYTES >> 20} MB: not read")
+        return None, CaptureProblem("FATAL", "too_large", f"{name} is over {MAX_TRAINING_BYTES >> 20} MB: not read")
     try:
         return json.loads(data), None
     except (ValueError, RecursionError) as exc:
-        return None, CaptureProblem("FATAL", "not_json", f"{path.name} is not JSON: {exc}")
+        return None, CaptureProblem("FATAL", "not_json", f"{name} is not JSON: {exc}")
 
 
 @dataclass

@@ -15,7 +15,8 @@ from typing import Any
 
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.text import clip
-from smoldata_tui.training.trace_file import CaptureProblem, read_training_document, training_path_for
+from smoldata_tui.session.metadata import sibling_path
+from smoldata_tui.training.trace_file import TRAINING_SUFFIX, CaptureProblem, read_training_document
 
 __all__ = ["CaptureProblem", "document_problems", "training_findings", "validate_training"]
 SEVERITY = {"FATAL": Severity.ERROR, "WARN": Severity.WARNING, "INFO": Severity.INFO}
@@ -87,13 +88,14 @@ def document_problems(document: Any) -> tuple[list[CaptureProblem], bool]:
 def training_findings(trace_path: str | os.PathLike[str]) -> list[Finding]:
     """``check``'s findings for the ``run.training.json`` beside ``trace_path`` ([] without one):
     kind ``capture_validation``, severity from openenv's level (FATAL error, WARN warning)."""
-    path = training_path_for(trace_path)
+    # a string, not training_path_for's Path: check asks this of every trace in a fleet
+    path = sibling_path(trace_path, TRAINING_SUFFIX)
     read = read_training_document(path)
     if read is None:
         return []
     document, broken = read
     problems = [broken] if broken is not None else document_problems(document)[0]
     return [Finding("capture_validation", SEVERITY.get(problem.level, Severity.WARNING), None, None,
-                    f"{path.name}" + (f" turn {problem.turn + 1}" if problem.turn is not None else "")
+                    f"{os.path.basename(path)}" + (f" turn {problem.turn + 1}" if problem.turn is not None else "")
                     + f": [{problem.level}] {problem.code}: {clip(problem.detail, 300)}")
             for problem in problems]  # fmt: skip
