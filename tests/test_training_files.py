@@ -15,6 +15,7 @@ from smoldata_tui.session.token_dialect import add_token_fields, completion_ids,
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.trace.seed_rule import seed_outcome
 from smoldata_tui.training import load_training_trace
+from smoldata_tui.fleet.work import analyze_trace
 from smoldata_tui.training.config_findings import sidecar_findings
 from smoldata_tui.training.requests import request_summary
 
@@ -142,6 +143,32 @@ def test_no_requests_file_a_version_mismatch_and_a_trace_without_sidecars(tmp_pa
     lone.mkdir()
     shutil.copy(SAMPLES / "clean_pass.jsonl", lone / "run.jsonl")
     assert sidecar_findings(lone / "run.jsonl") == []
+
+
+def test_check_finds_a_disabled_call_without_reading_the_trace_twice_and_misses_none(tmp_path):
+    # check and the fleet take the tools called from the analysis, and read the trace again only
+    # when a disabled one is among them or a line was not read as one event: the findings are the
+    # ones a second reading gives.
+    def kinds_both_ways(trace):
+        fleet = sorted((f.kind, f.line) for f in analyze_trace(str(trace))[0].findings if f.kind.startswith("disabled"))
+        alone = sorted((f.kind, f.line) for f in sidecar_findings(trace) if f.kind.startswith("disabled"))
+        return fleet, alone
+
+    trace = _episode(tmp_path, config=CONFIG, capture={"enabled": True}, requests=None)
+    fleet, alone = kinds_both_ways(trace)
+    assert fleet == alone == [("disabled_tool_called", 4)]
+    # No disabled tool called: nothing either way.
+    lines = trace.read_bytes().splitlines(keepends=True)
+    trace.write_bytes(b"".join(lines[:3]))
+    assert kinds_both_ways(trace) == ([], [])
+    # The webfetch call on a line nested too deep for the wrapper's json.loads (orjson reads it):
+    # the analysis counts no call there, so the trace is read again and the call is found.
+    webfetch = json.loads(lines[3])
+    webfetch["part"]["state"]["input"] = {"url": "x"}
+    deep = json.dumps(webfetch).encode().replace(b'"x"', b"[" * 1000 + b"]" * 1000)
+    trace.write_bytes(b"".join(lines[:3]) + deep + b"\n")
+    fleet, alone = kinds_both_ways(trace)
+    assert fleet == alone == [("disabled_tool_called", 4)]
 
 
 def test_an_opencode_env_episode_is_judged_from_its_proxy_trace_and_its_config(tmp_path):

@@ -5,6 +5,8 @@ Kept apart so a forkserver can preload it (and through it the whole engine) once
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from smoldata_tui.fleet.summary import EpisodeSummary, fill_metadata, from_report, unreadable
 from smoldata_tui.session.metadata import METADATA_SUFFIX, load_metadata, sibling_path
 from smoldata_tui.trace.analysis import TraceReport, analyze_path
@@ -36,12 +38,23 @@ def analyze_trace(
     problems = []
     metadata = load_metadata(sibling_path(path, METADATA_SUFFIX), problems)
     # the episode's configuration, when its sidecars sit beside it
-    report.findings.extend(sidecar_findings(path, metadata=metadata))
+    report.findings.extend(sidecar_findings(path, metadata=metadata, tools_called=_tools_called(report)))
     report.findings.extend(training_findings(path))  # openenv's verdict on its run.training.json, when there is one
     summary = from_report(path, report)
     if with_metadata:
         fill_metadata(summary, metadata, problems)
     return report, summary
+
+
+# findings of a line the analysis could not read as one event: calls on it are not in its counts
+_UNCOUNTED_LINES = frozenset({"malformed_line", "truncated_line", "wrapper_split", "undecodable", "wrapper_crash"})
+
+
+def _tools_called(report: TraceReport) -> Collection[str] | None:
+    """The tools the analysis counted calls of, when that count covers every line of the trace."""
+    if any(finding.kind in _UNCOUNTED_LINES for finding in report.findings):
+        return None
+    return report.stats.calls_by_tool
 
 
 def summarize_episode(path: str) -> EpisodeSummary:

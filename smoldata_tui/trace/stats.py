@@ -93,6 +93,7 @@ class StatsCollector:
         return stats
 
     def event(self, event: dict, kind: object) -> None:
+        # The hot path (every event of every trace of a fleet): the common case inlined.
         stats = self._stats
         stats.events += 1
         by_type = stats.events_by_type
@@ -118,18 +119,29 @@ class StatsCollector:
 
     def _tool_use(self, part: dict) -> None:
         stats = self._stats
-        _tally(stats.calls_by_tool, part.get("tool"))
+        tool = part.get("tool")
+        by_tool = stats.calls_by_tool
+        if type(tool) is str:
+            by_tool[tool] = by_tool.get(tool, 0) + 1
+        else:
+            _tally(by_tool, tool)
         state = part.get("state")
+        by_status = stats.calls_by_status
         if type(state) is not dict:
-            _tally(stats.calls_by_status, "(no state)")
+            _tally(by_status, "(no state)")
             return
-        _tally(stats.calls_by_status, state.get("status"))
+        status = state.get("status")
+        if type(status) is str:
+            by_status[status] = by_status.get(status, 0) + 1
+        else:
+            _tally(by_status, status)
         time = state.get("time")
         if type(time) is dict:
             start, end = time.get("start"), time.get("end")
             if type(start) in _NUMBERS and type(end) in _NUMBERS and end >= start:
                 stats.call_durations_ms.append(end - start)
-                self._steps.tool(message_id_of_part(part), start, end)
+                message_id = part.get("messageID")
+                self._steps.tool(message_id if type(message_id) is str else message_id_of_part(part), start, end)
 
     def _step_finish(self, part: dict) -> None:
         stats = self._stats

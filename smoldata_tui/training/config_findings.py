@@ -23,6 +23,7 @@ sidecars; no Textual, no openenv.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 import orjson
@@ -154,12 +155,18 @@ _UNREAD = object()
 
 
 def sidecar_findings(
-    trace_path: str | os.PathLike[str], problems: list[str] | None = None, *, metadata: object = _UNREAD
+    trace_path: str | os.PathLike[str],
+    problems: list[str] | None = None,
+    *,
+    metadata: object = _UNREAD,
+    tools_called: Collection[str] | None = None,
 ) -> list[Finding]:
     """The configuration findings for the episode whose trace is ``trace_path``; [] without sidecars.
 
     ``metadata``: the episode's ``run.meta.json`` as the caller already loaded it (None: absent),
-    so a fleet reads it once per episode.
+    so a fleet reads it once per episode. ``tools_called``: the tools the trace's analysis counted
+    calls of (its ``calls_by_tool``); when none of them is disabled, the trace is not read again to
+    find the lines of such calls (every saved episode's config disables some tools).
     """
     trace_path = os.fspath(trace_path)
     if metadata is _UNREAD:
@@ -173,7 +180,8 @@ def sidecar_findings(
     if disabled:
         if requests:
             findings += _offered(config, requests, disabled)
-        findings += _called(trace_path, disabled)
+        if tools_called is None or any(name in tools_called for name in disabled):
+            findings += _called(trace_path, disabled)
     if requests:
         findings += _policy(requests)
     elif metadata is not None:
