@@ -25,6 +25,14 @@ def cache_home(tmp_path, monkeypatch):
     return home
 
 
+def age(folder, seconds=3600):
+    """Make the folder's files an hour old: the cache keeps no entry of a file changed within the
+    last seconds (one rewritten in the same clock tick, same size, would look unchanged)."""
+    past = time.time_ns() - seconds * 10**9
+    for path in folder.rglob("*"):
+        os.utime(path, ns=(past, past))
+
+
 def files_under(folder):
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
@@ -40,6 +48,7 @@ def test_index_summarises_every_episode_and_reopens_from_the_cache(tmp_path, cac
     traces = write_fleet(folder, 40, seed=11, defect_rate=0.3)
     (folder / "00003-x").mkdir()  # a folder without a trace, and a sidecar that is not one
     (folder / "00003-x" / "run.proxy.jsonl").write_text("{}\n")
+    age(folder)
     before = files_under(folder)
 
     result, streamed = refresh(FleetIndex(folder, workers=2))
@@ -96,6 +105,7 @@ def test_a_broken_meta_file_and_a_vanished_trace_are_rows_with_a_reason(tmp_path
 def test_a_cache_of_another_version_or_damaged_is_ignored(tmp_path, cache_home):
     folder = tmp_path / "fleet"
     write_fleet(folder, 4, seed=15)
+    age(folder)
     refresh(FleetIndex(folder, workers=1))
     cache = SummaryCache(folder)
     data = orjson.loads(cache.path.read_bytes())
@@ -135,6 +145,7 @@ def test_watch_picks_up_episodes_a_running_batch_writes(tmp_path, cache_home):
 def test_reopening_shows_the_cached_rows_first_then_confirms_them(tmp_path, cache_home):
     folder = tmp_path / "fleet"
     traces = write_fleet(folder, 6, seed=18, defect_rate=0)
+    age(folder)
     refresh(FleetIndex(folder, workers=1))
     shutil.rmtree(traces[0].parent)  # gone while the table was closed
     traces[1].write_bytes(traces[1].read_bytes() + b"\n")  # changed (one more line) meanwhile
@@ -144,3 +155,23 @@ def test_reopening_shows_the_cached_rows_first_then_confirms_them(tmp_path, cach
     assert result.removed == [str(traces[0])] and result.analysed == 1
     redone = [s for batch in batches[1:] for s in batch]
     assert [s.path for s in redone] == [str(traces[1])]
+
+
+def test_a_changed_sidecar_redoes_its_episode_and_a_file_changed_just_now_is_not_kept(tmp_path, cache_home):
+    folder = tmp_path / "fleet"
+    traces = write_fleet(folder, 3, seed=19, defect_rate=0)
+    age(folder)
+    assert refresh(FleetIndex(folder, workers=1))[0].analysed == 3
+    # A requests file appears beside one episode (its findings may change): that episode is redone.
+    requests = traces[0].with_name("run.requests.jsonl")
+    requests.write_text('{"tools": ["bash"], "max_tokens": 32000}\n')
+    reopened = FleetIndex(folder, workers=1)
+    result, _ = refresh(reopened)
+    assert result.analysed == 1 and reopened.summaries[str(traces[0])].kinds.get("output_cap_missing") == 1
+    # Written a moment ago, it could be rewritten within the same clock tick at the same size and
+    # look unchanged: its episode is not kept, so the next opening reads it again.
+    assert refresh(FleetIndex(folder, workers=1))[0].analysed == 1
+    past = time.time_ns() - 3600 * 10**9
+    os.utime(requests, ns=(past, past))  # settled (its mtime moves, so the episode is read once more)
+    assert refresh(FleetIndex(folder, workers=1))[0].analysed == 1
+    assert refresh(FleetIndex(folder, workers=1))[0].analysed == 0

@@ -1,41 +1,85 @@
-"""Per-trace summaries kept between runs, so a fleet reopens without re-reading its traces.
+"""Per-trace results kept between runs, so a fleet reopens (and ``check`` re-runs) without
+re-reading its traces.
 
 One file per data folder, under the user's cache directory (never inside the data folder):
-``$XDG_CACHE_HOME/smoldata-tui/fleet/<hash of the folder's path>.json`` (default ``~/.cache``),
-orjson. An entry is used only while its trace's path, size and mtime, and its
-``run.meta.json``'s size and mtime (or absence), are those it was made from, and only by the
-same tool version: the package version plus a fingerprint of the engine's source files, so a
-changed analysis never serves old answers. A damaged or foreign cache file is ignored (and
-replaced at the next save), never an error.
+``$XDG_CACHE_HOME/smoldata-tui/<fleet|check>/<hash of the folder's path>.json`` (default
+``~/.cache``), orjson. An entry holds a summary (and for ``check`` its JSON line) and is used only
+while the episode's files are those it was made from: the trace's and each sidecar's size and
+mtime, or their absence (:func:`episode_key`), and only by the same tool version: the package
+version plus a fingerprint of the sources that decide a result, so a changed analysis never serves
+old answers. As git does with its index, an entry is not kept while any of its files changed
+within the last :data:`SETTLE_S` seconds: a file rewritten in the same clock tick, same size, would
+otherwise look unchanged. A damaged or foreign cache file is ignored (and replaced at the next
+save), never an error.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
+import time
+from collections.abc import Container
 from pathlib import Path
 
 import orjson
 
 from smoldata_tui import __version__
 from smoldata_tui.fleet.summary import EpisodeSummary
+from smoldata_tui.session.metadata import METADATA_SUFFIX, PROXY_TRACE_NAME, sibling_path
+from smoldata_tui.training.requests import REQUESTS_SUFFIX
+from smoldata_tui.training.trace_file import TRAINING_SUFFIX
 
-CACHE_FORMAT = 1
-Key = tuple  # (trace size, trace mtime_ns, meta size or -1, meta mtime_ns or -1, training beside)
+CACHE_FORMAT = 2
+# (size, mtime_ns) of the trace, then of each file beside it that a result reads, -1, -1 when absent
+Key = tuple
+KEYED_SUFFIXES = (METADATA_SUFFIX, REQUESTS_SUFFIX, TRAINING_SUFFIX)
+SETTLE_S = 2.0
 
 
-def user_cache_dir() -> Path:
+def user_cache_dir(kind: str = "fleet") -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "smoldata-tui" / "fleet"
+    return Path(base) / "smoldata-tui" / kind
+
+
+def episode_key(trace: str, names: Container[str] | None = None) -> Key | None:
+    """What a cached result of the trace at ``trace`` must match; None when it is not a regular
+    file (gone, a FIFO…). ``names``: the names in the trace's folder, when the caller listed it
+    (a sidecar not among them is not asked for)."""
+    try:
+        info = os.stat(trace)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    key = [info.st_size, info.st_mtime_ns]
+    folder = os.path.dirname(trace)
+    for path in [sibling_path(trace, suffix) for suffix in KEYED_SUFFIXES] + [os.path.join(folder, PROXY_TRACE_NAME)]:
+        if names is not None and os.path.basename(path) not in names:
+            key += (-1, -1)
+            continue
+        try:
+            beside = os.stat(path)
+            key += (beside.st_size, beside.st_mtime_ns)
+        except OSError:
+            key += (-1, -1)
+    return tuple(key)
+
+
+def settled(key: Key, now_ns: int | None = None) -> bool:
+    """Whether none of the key's files changed within the last SETTLE_S seconds."""
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    return max(key[1::2]) < now_ns - int(SETTLE_S * 1e9)
 
 
 def tool_version() -> str:
     """The package version and a fingerprint of the sources that decide a summary."""
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256(f"{__version__}:{CACHE_FORMAT}".encode())
-    deciding = [*package.joinpath("trace").glob("*.py"), package / "fleet" / "summary.py", package / "fleet" / "work.py",
-                package / "session" / "metadata.py"]  # fmt: skip
+    deciding = [*package.joinpath("trace").glob("*.py"), *package.joinpath("training").glob("*.py"),
+                package / "fleet" / "summary.py", package / "fleet" / "work.py", package / "fleet" / "cache.py",
+                package / "session" / "metadata.py", package / "check.py"]  # fmt: skip
     for source in sorted(deciding):
         info = source.stat()
         digest.update(f"{source.name}:{info.st_size}:{info.st_mtime_ns}".encode())
@@ -43,13 +87,15 @@ def tool_version() -> str:
 
 
 class SummaryCache:
-    def __init__(self, folder: Path, cache_dir: Path | None = None) -> None:
+    """The cached results of one data folder: a summary per trace, and for ``check`` its line."""
+
+    def __init__(self, folder: Path, cache_dir: Path | None = None, *, kind: str = "fleet") -> None:
         folder = Path(os.path.abspath(folder))
         self.folder = folder
         name = hashlib.sha256(str(folder).encode()).hexdigest()[:24]
-        self.path = (cache_dir or user_cache_dir()) / f"{name}.json"
+        self.path = (cache_dir or user_cache_dir(kind)) / f"{name}.json"
         self.version = tool_version()
-        self.entries: dict[str, tuple[Key, EpisodeSummary]] = {}
+        self.entries: dict[str, tuple[Key, EpisodeSummary, bytes | None]] = {}
         self.dirty = False
 
     def load(self) -> None:
@@ -64,17 +110,30 @@ class SummaryCache:
             return
         for path, entry in entries.items():
             try:
-                key, row = entry
-                self.entries[path] = (tuple(key), EpisodeSummary.from_row(row))
-            except (TypeError, ValueError):
+                key, row, line = entry
+                self.entries[path] = (tuple(key), EpisodeSummary.from_row(row), line.encode() if line else None)
+            except (TypeError, ValueError, AttributeError):
                 continue
 
     def get(self, path: str, key: Key) -> EpisodeSummary | None:
         entry = self.entries.get(path)
         return entry[1] if entry is not None and entry[0] == key else None
 
-    def put(self, path: str, key: Key, summary: EpisodeSummary) -> None:
-        self.entries[path] = (key, summary)
+    def get_line(self, path: str, key: Key) -> tuple[EpisodeSummary, bytes] | None:
+        """The summary and the ``check --json`` line kept for the trace, if both are still true."""
+        entry = self.entries.get(path)
+        if entry is None or entry[0] != key or entry[2] is None:
+            return None
+        return entry[1], entry[2]
+
+    def put(self, path: str, key: Key, summary: EpisodeSummary, line: bytes | None = None) -> None:
+        """Keep the result, unless a file of the key changed too recently to be told apart from
+        a later change (then the entry made from older files is dropped too)."""
+        if not settled(key):
+            if self.entries.pop(path, None) is not None:
+                self.dirty = True
+            return
+        self.entries[path] = (key, summary, line)
         self.dirty = True
 
     def forget(self, paths: set[str]) -> None:
@@ -90,7 +149,10 @@ class SummaryCache:
             {
                 "version": self.version,
                 "folder": str(self.folder),
-                "entries": {path: [list(key), summary.to_row()] for path, (key, summary) in self.entries.items()},
+                "entries": {
+                    path: [list(key), summary.to_row(), line.decode() if line is not None else None]
+                    for path, (key, summary, line) in self.entries.items()
+                },
             }
         )
         try:

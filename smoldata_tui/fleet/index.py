@@ -11,17 +11,16 @@ away. :func:`watch` calls it on a timer. Nothing is written into the data folder
 from __future__ import annotations
 
 import os
-import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from smoldata_tui.fleet.cache import Key, SummaryCache
+from smoldata_tui.fleet.cache import Key, SummaryCache, episode_key
 from smoldata_tui.fleet.pool import as_finished
-from smoldata_tui.fleet.summary import TRAINING_SUFFIX, EpisodeSummary
+from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.fleet.work import summarize_episode
-from smoldata_tui.session.metadata import METADATA_SUFFIX, is_trace_name
+from smoldata_tui.session.metadata import is_trace_name
 
 FIRST_INLINE = 4  # episodes analysed in this process before the pool's results come in
 FIRST_BATCH = 200  # cached rows handed over before the rest, so the table fills at once
@@ -31,25 +30,6 @@ FIRST_BATCH = 200  # cached rows handed over before the rest, so the table fills
 class EpisodeFile:
     path: str
     key: Key  # what the cache entry must match
-
-
-def _key_of(entry: os.DirEntry, names: dict[str, os.DirEntry]) -> Key | None:
-    try:
-        info = entry.stat()
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        return None  # a FIFO or a device named *.jsonl is not a trace
-    stem = entry.name[: -len(".jsonl")]
-    meta = names.get(stem + METADATA_SUFFIX)
-    meta_size = meta_mtime = -1
-    if meta is not None:
-        try:
-            meta_info = meta.stat()
-            meta_size, meta_mtime = meta_info.st_size, meta_info.st_mtime_ns
-        except OSError:
-            pass
-    return (info.st_size, info.st_mtime_ns, meta_size, meta_mtime, (stem + TRAINING_SUFFIX) in names)
 
 
 def scan(folder: Path) -> Iterator[EpisodeFile]:
@@ -74,7 +54,7 @@ def scan(folder: Path) -> Iterator[EpisodeFile]:
             except OSError:
                 continue
             if is_trace_name(name):
-                key = _key_of(entry, names)
+                key = episode_key(entry.path, names)
                 if key is not None:
                     yield EpisodeFile(entry.path, key)
         stack.extend(reversed(subfolders))
@@ -161,7 +141,7 @@ class FleetIndex:
         self.cache.load()
         self._cache_loaded = True
         batch = []
-        for path, (_key, summary) in self.cache.entries.items():
+        for path, (_key, summary, _line) in self.cache.entries.items():
             self.summaries[path] = summary  # not in _keys: the listing must still confirm it
             batch.append(summary)
             if len(batch) >= 2000:

@@ -66,6 +66,7 @@ PROMPT_CAP = 256 * 1024  # characters of the task's instruction kept in run.meta
 METADATA_SUFFIX = ".meta.json"
 # Files beside a trace that are JSON Lines but not OpenCode traces (opencode_env's proxy trace).
 SIDECAR_SUFFIXES = (".proxy.jsonl", ".requests.jsonl")
+PROXY_TRACE_NAME = "run.proxy.jsonl"  # what the opencode_env harness names its proxy trace, beside run.jsonl
 
 
 def is_trace_name(name: str) -> bool:

@@ -34,13 +34,13 @@ from smoldata_tui.session.opencode_config import (
     EXTRA_OPENCODE_JSON,
     INSTALL_FOLDERS,
 )
+from smoldata_tui.session.metadata import PROXY_TRACE_NAME
 from smoldata_tui.session.placement import HOME, OPENCODE_IN_HOME
 
 HARNESSES = ("builtin", "opencode-env")
 INSTALL_HINT = (
     'pip install "openenv-opencode-env @ git+https://github.com/huggingface/OpenEnv#subdirectory=envs/opencode_env"'
 )
-PROXY_TRACE_NAME = "run.proxy.jsonl"
 #: The home opencode_env hard-codes for its install probe and its logging proxy.
 UPSTREAM_HOME = "/home/user"
 
