@@ -4,6 +4,12 @@ Traces are analysed on every CPU (small ones in a process pool, a big one in par
 ``fleet/pool.py`` and ``trace/parallel.py``); the output is in argument order and identical
 to one process's (property-tested). A trace that cannot be read is reported in its place and
 the others are still checked.
+
+With ``--json`` the results are cached between runs (``fleet/cache.py``: one file per folder
+checked, under the user's cache directory; an entry is used only while the trace and every file
+beside it that a result reads are unchanged, and only by the same tool version), as linters keep
+theirs: CI re-checking a folder of thousands of episodes reads only the new or changed ones.
+``--no-cache`` reads every trace.
 """
 
 from __future__ import annotations
@@ -62,6 +68,21 @@ class Checked:
 
 
 def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[str]:
+    return [listed.path for listed in list_traces(arguments, err)]
+
+
+@dataclass(slots=True)
+class Listed:
+    """A trace to check: its path as listed, the folder whose cache holds it, and the names in
+    its own folder (None when it was named as a file: its sidecars are asked for one by one)."""
+
+    path: str
+    root: str
+    relative: str  # the path within ``root``: how its cache knows it
+    names: frozenset[str] | None = None
+
+
+def list_traces(arguments: list[str], err: TextIO | None = None) -> list[Listed]:
     """Files as given; directories expand to their ``*.jsonl`` traces (recursively, sorted; a
     proxy trace beside an episode is not one). Only regular files are read: a FIFO or a device
     named as an argument is a usage error, one found in a directory is skipped with a line on
@@ -71,16 +92,17 @@ def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[str]
     """
     if not arguments:
         raise UsageError("give at least one trace file or directory")
-    traces: list[str] = []
+    traces: list[Listed] = []
     for argument in arguments:
         path = Path(argument)
         if path.is_dir():
             found = []
-            for candidate, kind in _walk_traces(str(path)):
+            folders: dict[str, frozenset[str]] = {}
+            for candidate, kind, relative in _walk_traces(str(path), folders):
                 if kind is not None:
                     print(f"smoldata-tui check: skipped {candidate}: {kind}, not a regular file", file=err or sys.stderr)
                 else:
-                    found.append(candidate)
+                    found.append(Listed(candidate, argument, relative, folders.get(os.path.dirname(candidate))))
             if not found:
                 raise UsageError(f"{argument}: no *.jsonl trace files in this directory")
             traces.extend(found)
@@ -88,19 +110,20 @@ def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[str]
             kind = special_kind(path)
             if kind is not None:
                 raise UsageError(f"{argument}: {kind}, not a regular file (save the stream to a file first)")
-            traces.append(argument)
+            traces.append(Listed(argument, os.path.dirname(argument) or ".", os.path.basename(argument)))
         else:
             raise UsageError(f"{argument}: no such file or directory")
     return traces
 
 
-def _walk_traces(root: str) -> list[tuple[str, str | None]]:
-    """``(path, None)`` for every regular trace file under ``root`` and ``(path, kind)`` for a
-    special file (a FIFO…) named like one, in the order of ``sorted(Path(root).rglob("*.jsonl"))``:
+def _walk_traces(root: str, folders: dict[str, frozenset[str]] | None = None) -> list[tuple[str, str | None, str]]:
+    """``(path, None, relative)`` for every regular trace file under ``root`` and ``(path, kind,
+    relative)`` for a special file (a FIFO…) named like one (``relative``: the path within ``root``), in the order of ``sorted(Path(root).rglob("*.jsonl"))``:
     by path components, descending into directories but not into symbolic links to them.
 
     ``os.scandir`` instead of ``rglob`` + a ``stat`` per file: the directory entries already say
     which are regular files, and a fleet of thousands of episodes is listed several times faster.
+    ``folders`` gets the names in each folder listed (the sidecars a cached result depends on).
     """
     found: list[tuple[tuple[str, ...], str, str | None]] = []
 
@@ -110,9 +133,13 @@ def _walk_traces(root: str) -> list[tuple[str, str | None]]:
                 listed = list(entries)
         except OSError:
             return
+        if folders is not None:
+            # keyed as os.path.dirname spells its entries' folder
+            folders[directory.rstrip("/") if directory.strip("/") else directory] = frozenset(e.name for e in listed)
         for entry in listed:
             name = entry.name
-            child = os.path.join(directory, name) if directory else name
+            # (os.path.join, one call per entry, was a third of listing a big fleet)
+            child = (directory + name if directory.endswith("/") else f"{directory}/{name}") if directory else name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
@@ -129,7 +156,7 @@ def _walk_traces(root: str) -> list[tuple[str, str | None]]:
 
     visit("" if root == "." else root, ())
     found.sort(key=lambda item: item[0])
-    return [(path, kind) for _, path, kind in found]
+    return [(path, kind, "/".join(parts)) for parts, path, kind in found]
 
 
 def json_line(path: str, report: TraceReport | None, summary: EpisodeSummary) -> bytes:
@@ -146,18 +173,49 @@ def check_one(path: str, *, as_json: bool = False, with_metadata: bool = False, 
     return Checked(path, summary, report=report)
 
 
-def check_all(traces: list[str] | list[Path], *, as_json: bool, with_metadata: bool, workers: int | None = None):
-    """Every trace's :class:`Checked`, in the order given, computed on every CPU."""
-    paths = [str(path) for path in traces]
-    big = {index for index, path in enumerate(paths) if _size(path) >= PARALLEL_MIN_BYTES}
+def check_all(
+    traces: list[str] | list[Path] | list[Listed],
+    *,
+    as_json: bool,
+    with_metadata: bool,
+    workers: int | None = None,
+    use_cache: bool = False,
+):
+    """Every trace's :class:`Checked`, in the order given, computed on every CPU.
+
+    ``use_cache`` (with ``as_json``): results of traces unchanged since they were last checked come
+    from the cache (``check_cache.py``), and the others are kept there once computed.
+    """
+    listed = [
+        item if isinstance(item, Listed) else Listed(str(item), os.path.dirname(str(item)) or ".", os.path.basename(str(item)))
+        for item in traces
+    ]
+    paths = [item.path for item in listed]
+    cache = None
+    if use_cache and as_json:
+        from smoldata_tui.check_cache import CheckCache
+
+        cache = CheckCache(listed)
+        with_metadata = True  # a kept summary then serves --summary too
+    hits = cache.lookup(listed) if cache is not None else {}
+    todo = [index for index in range(len(paths)) if index not in hits]
+    big = {index for index in todo if _size(paths[index]) >= PARALLEL_MIN_BYTES}
     # A big trace is split across every CPU by its own pool, made first while this process
     # has no other pool (and no threads) to fork with.
     done = {index: check_one(paths[index], as_json=as_json, with_metadata=with_metadata, big=True) for index in big}
-    small = [path for index, path in enumerate(paths) if index not in big]
+    small = [paths[index] for index in todo if index not in big]
     work = partial(check_one, as_json=as_json, with_metadata=with_metadata)
     results = in_order(work, small, workers=workers)
     for index in range(len(paths)):
-        yield done.pop(index) if index in done else next(results)
+        if index in hits:
+            yield hits.pop(index)
+            continue
+        result = done.pop(index) if index in done else next(results)
+        if cache is not None:
+            cache.keep(index, listed[index], result)
+        yield result
+    if cache is not None:
+        cache.save()
 
 
 def _size(path: str) -> int:
@@ -177,13 +235,19 @@ def exit_status(results: list[Checked], *, strict: bool) -> int:
 
 
 def run_check(
-    paths: list[str], *, as_json: bool, strict: bool, summary: bool = False, out: TextIO | None = None
+    paths: list[str],
+    *,
+    as_json: bool,
+    strict: bool,
+    summary: bool = False,
+    out: TextIO | None = None,
+    use_cache: bool = True,
 ) -> int:
     out = out or sys.stdout
-    traces = collect_traces(paths)
+    traces = list_traces(paths)
     binary = getattr(out, "buffer", None)
     results: list[Checked] = []
-    for result in check_all(traces, as_json=as_json, with_metadata=summary):
+    for result in check_all(traces, as_json=as_json, with_metadata=summary, use_cache=use_cache):
         if as_json:
             if binary is not None:
                 binary.write(result.line)

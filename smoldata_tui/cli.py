@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         help="the totals (verdicts, rejection reasons, findings, per-task pass rates): instead of the table, "
         "or as a last JSON line after the per-trace lines with --json",
     )
+    check.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read every trace; by default --json keeps each trace's result in the user's cache directory "
+        "and reuses it while the trace and the files beside it are unchanged",
+    )
     replay = commands.add_parser(
         "replay",
         help="open the episode viewer on a trace (or a folder of traces)",
@@ -174,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             from smoldata_tui.check import run_check
 
-            return run_check(args.paths, as_json=args.json, strict=args.strict, summary=args.summary)
+            return run_check(args.paths, as_json=args.json, strict=args.strict, summary=args.summary, use_cache=not args.no_cache)
         if args.command == "replay":
             from smoldata_tui.ui.app import run_replay
 

@@ -36,6 +36,7 @@ CACHE_FORMAT = 2
 Key = tuple
 KEYED_SUFFIXES = (METADATA_SUFFIX, REQUESTS_SUFFIX, TRAINING_SUFFIX)
 SETTLE_S = 2.0
+MAX_CACHE_FILES = 64  # per kind: the folders used last are kept, older ones removed at a save
 
 
 def user_cache_dir(kind: str = "fleet") -> Path:
@@ -54,14 +55,17 @@ def episode_key(trace: str, names: Container[str] | None = None) -> Key | None:
     if not stat.S_ISREG(info.st_mode):
         return None
     key = [info.st_size, info.st_mtime_ns]
-    folder = os.path.dirname(trace)
-    for path in [sibling_path(trace, suffix) for suffix in KEYED_SUFFIXES] + [os.path.join(folder, PROXY_TRACE_NAME)]:
-        if names is not None and os.path.basename(path) not in names:
+    base = sibling_path(trace, "")  # the folder (with its slash) and the trace's stem
+    start = base.rfind("/") + 1
+    beside = [base + suffix for suffix in KEYED_SUFFIXES]
+    beside.append(base[:start] + PROXY_TRACE_NAME)
+    for path in beside:
+        if names is not None and path[start:] not in names:
             key += (-1, -1)
             continue
         try:
-            beside = os.stat(path)
-            key += (beside.st_size, beside.st_mtime_ns)
+            found = os.stat(path)
+            key += (found.st_size, found.st_mtime_ns)
         except OSError:
             key += (-1, -1)
     return tuple(key)
@@ -164,3 +168,18 @@ class SummaryCache:
         except OSError:
             return
         self.dirty = False
+        _keep_newest(self.path.parent, MAX_CACHE_FILES)
+
+
+def _keep_newest(directory: Path, count: int) -> None:
+    """Remove all but the ``count`` most recently written cache files (a folder checked once, or a
+    test's temporary folder, does not leave its cache forever)."""
+    try:
+        files = [(entry.stat().st_mtime_ns, entry.path) for entry in os.scandir(directory) if entry.name.endswith(".json")]
+    except OSError:
+        return
+    for _, path in sorted(files, reverse=True)[count:]:
+        try:
+            os.remove(path)
+        except OSError:
+            pass

@@ -309,10 +309,12 @@ def sibling_path(trace: str | os.PathLike[str], suffix: str) -> str:
     Strings, not Paths: a fleet asks this for every trace, and building Paths cost more than
     reading the sidecars.
     """
-    folder, name = os.path.split(os.fspath(trace))
+    trace = os.fspath(trace)
+    cut = trace.rfind("/") + 1  # (string slicing: os.path.split and join cost more, per trace of a fleet)
+    name = trace[cut:]
     dot = name.rfind(".")
     stem = name[:dot] if 0 < dot < len(name) - 1 else name
-    return os.path.join(folder, stem + suffix)
+    return trace[:cut] + stem + suffix
 
 
 def metadata_path_for(trace: str | os.PathLike[str]) -> Path:
