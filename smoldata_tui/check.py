@@ -19,18 +19,19 @@ import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import orjson
 
-from smoldata_tui.fleet.aggregate import fleet_totals
-from smoldata_tui.fleet.pool import in_order
 from smoldata_tui.fleet.summary import EpisodeSummary
-from smoldata_tui.fleet.work import analyze_trace
 from smoldata_tui.session.metadata import is_trace_name
-from smoldata_tui.trace import TraceReport
 from smoldata_tui.trace.file_kind import special_kind
-from smoldata_tui.trace.parallel import PARALLEL_MIN_BYTES
+
+if TYPE_CHECKING:
+    from smoldata_tui.trace import TraceReport
+
+# The engine, the process pool and the totals are imported where they are used: a re-run that the
+# cache answers whole analyses nothing, and its start-up is most of its time.
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -167,6 +168,8 @@ def json_line(path: str, report: TraceReport | None, summary: EpisodeSummary) ->
 
 def check_one(path: str, *, as_json: bool = False, with_metadata: bool = False, big: bool = False) -> Checked:
     """Analyse one trace (in parts on every CPU when ``big``); never raises for a bad file."""
+    from smoldata_tui.fleet.work import analyze_trace
+
     report, summary = analyze_trace(path, big=big, with_metadata=with_metadata)
     if as_json:  # made here, in the worker: the parent only writes bytes
         return Checked(path, summary, line=json_line(path, report, summary))
@@ -199,13 +202,17 @@ def check_all(
         with_metadata = True  # a kept summary then serves --summary too
     hits = cache.lookup(listed) if cache is not None else {}
     todo = [index for index in range(len(paths)) if index not in hits]
+    if todo:  # imported before the pool forks, so its workers share the parent's copy
+        from smoldata_tui.fleet.pool import in_order
+        from smoldata_tui.fleet.work import analyze_trace  # noqa: F401
+        from smoldata_tui.trace.parallel import PARALLEL_MIN_BYTES
     big = {index for index in todo if _size(paths[index]) >= PARALLEL_MIN_BYTES}
     # A big trace is split across every CPU by its own pool, made first while this process
     # has no other pool (and no threads) to fork with.
     done = {index: check_one(paths[index], as_json=as_json, with_metadata=with_metadata, big=True) for index in big}
     small = [paths[index] for index in todo if index not in big]
     work = partial(check_one, as_json=as_json, with_metadata=with_metadata)
-    results = in_order(work, small, workers=workers)
+    results = in_order(work, small, workers=workers) if todo else iter(())
     for index in range(len(paths)):
         if index in hits:
             yield hits.pop(index)
@@ -258,6 +265,8 @@ def run_check(
     for result in results:
         if result.error is not None:
             print(f"smoldata-tui check: {result.path}: {result.error}", file=sys.stderr)
+    if summary:
+        from smoldata_tui.fleet.aggregate import fleet_totals
     if as_json:
         if summary:
             totals = orjson.dumps(fleet_totals(result.summary for result in results).to_json()) + b"\n"

@@ -27,9 +27,13 @@ import orjson
 
 from smoldata_tui import __version__
 from smoldata_tui.fleet.summary import EpisodeSummary
-from smoldata_tui.session.metadata import METADATA_SUFFIX, PROXY_TRACE_NAME, sibling_path
-from smoldata_tui.training.requests import REQUESTS_SUFFIX
-from smoldata_tui.training.trace_file import TRAINING_SUFFIX
+from smoldata_tui.session.metadata import (
+    METADATA_SUFFIX,
+    PROXY_TRACE_NAME,
+    REQUESTS_SUFFIX,
+    TRAINING_SUFFIX,
+    sibling_path,
+)
 
 CACHE_FORMAT = 2
 # (size, mtime_ns) of the trace, then of each file beside it that a result reads, -1, -1 when absent

@@ -10,18 +10,21 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
 
 from smoldata_tui.session.metadata import (
     METADATA_SUFFIX,
+    TRAINING_SUFFIX,
     EpisodeMetadata,
     effective_status,
     load_metadata,
     parse_time,
     sibling_path,
 )
-from smoldata_tui.trace.analysis import TraceReport
 from smoldata_tui.trace.text import clip
-from smoldata_tui.training.trace_file import TRAINING_SUFFIX  # noqa: F401 - the fleet index takes it from here
+
+if TYPE_CHECKING:
+    from smoldata_tui.trace.analysis import TraceReport
 
 
 @dataclass(slots=True)

@@ -20,10 +20,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from smoldata_tui.session.metadata import REQUESTS_SUFFIX
 from smoldata_tui.trace.reader import read_at_most
 from smoldata_tui.training.capture_policy import TRAINING_OUTPUT_CAP, request_summary
 
-REQUESTS_SUFFIX = ".requests.jsonl"
 MAX_REQUESTS_BYTES = 64 << 20  # a summary is a few hundred bytes; this is far past any episode
 
 

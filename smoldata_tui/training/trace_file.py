@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smoldata_tui.session.metadata import redact_text
+from smoldata_tui.session.metadata import TRAINING_SUFFIX, redact_text
 from smoldata_tui.trace import analyze_path
 from smoldata_tui.trace.reader import read_at_most
 
-TRAINING_SUFFIX = ".training.json"
 MAX_TRAINING_BYTES = 512 << 20
 _REQUIRED = ("node_id", "prompt_token_ids", "completion_token_ids", "per_token_logps", "loss_mask")
 
