@@ -85,12 +85,16 @@ def _tree_rss(root: int) -> int:
     return total
 
 
-def measure(argv: list[str], *, repeat: int = 3) -> Measured:
-    """Run a child process ``repeat`` times; the fastest wall time, with its memory peaks."""
+def measure(argv: list[str], *, repeat: int = 3, env: dict[str, str] | None = None, before_each=None) -> Measured:
+    """Run a child process ``repeat`` times; the fastest wall time, with its memory peaks.
+    ``env``: variables set for the child; ``before_each()`` runs before each run, untimed."""
     best: Measured | None = None
     for _ in range(repeat):
+        if before_each is not None:
+            before_each()
         started = time.perf_counter()
-        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                                 env={**os.environ, **(env or {})})  # fmt: skip
         peak = [0]
         done = threading.Event()
 
