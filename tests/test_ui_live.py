@@ -7,6 +7,7 @@ import asyncio
 import os
 
 import pytest
+from textual.color import Color
 
 from smoldata_tui.session.episode import EpisodeSpec, stages_for
 from smoldata_tui.session.model_endpoint import open_endpoint
@@ -68,6 +69,13 @@ async def test_a_live_episode_shows_stages_then_its_timeline_then_its_grade(tmp_
         table = app.screen.query_one("DataTable")
         rows = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[1]) for i in range(table.row_count)}
         assert rows == {name: "done" for name in stages_for("local", "builtin", capture=True)}, rows
+        # The states are in the theme's colours, and follow a theme switch.
+        for theme in ("textual-dark", "solarized-light"):
+            app.theme = theme
+            await pilot.pause(0.2)
+            success = Color.parse(app.theme_variables["text-success"]).rich_color
+            cell = table.get_row_at(0)[1]
+            assert cell.style.color == success, (theme, cell.style)
         assert sandbox_dirs(sandboxes) == []
         await pilot.press("q")
 

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.color import Color
 from textual.widgets import Sparkline
 
 from smoldata_tui.ui.training_data import (
@@ -147,6 +148,13 @@ async def test_capture_validation_failures_are_findings_of_their_turns(tmp_path)
         await pilot.press("j")
         await pilot.pause()
         assert "✗ schema  turn 2" in shown(app) and "logprob_misalign" in shown(app)
+        # A fatal turn's number is in the theme's error colour, and follows a theme switch.
+        table = panel.query_one(TurnTable)
+        for theme in ("textual-dark", "solarized-light"):
+            app.theme = theme
+            await pilot.pause(0.2)
+            error = Color.parse(app.theme_variables["text-error"]).rich_color
+            assert table.get_row("1")[0].style.color == error, theme
 
 
 async def test_model_text_in_the_training_trace_is_inert(tmp_path):

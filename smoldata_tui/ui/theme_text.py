@@ -82,7 +82,9 @@ def resolve_style(style: object, variables: dict[str, str]) -> object:
 
 
 def themed(text: Text, variables: dict[str, str]) -> Text:
-    """Resolve ``$name`` colours in the spans' styles from the current theme (light and ANSI ones too)."""
+    """Resolve ``$name`` colours in the text's and its spans' styles from the current theme (light and
+    ANSI ones too)."""
+    text.style = resolve_style(text.style, variables)
     text.spans = [span._replace(style=resolve_style(span.style, variables)) for span in text.spans]
     return text
 

@@ -102,14 +102,7 @@ class BatchScreen(Screen[None]):
         self.query_one("#batch-totals", ThemedStatic).update(self._totals())
 
     def _cells(self, run: EpisodeRun) -> list[Text]:
-        return [self._themed_cell(cell) for cell in self._plain_cells(run)]
-
-    def _themed_cell(self, cell: Text) -> Text:
-        """A cell in the theme's colours: its whole-text style made a span, as ``themed`` resolves spans."""
-        if cell.style:
-            cell.stylize(cell.style)
-            cell.style = ""
-        return themed(cell, self.app.theme_variables)
+        return [themed(cell, self.app.theme_variables) for cell in self._plain_cells(run)]
 
     def _plain_cells(self, run: EpisodeRun) -> list[Text]:
         outcome = run.outcome

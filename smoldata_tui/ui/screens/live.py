@@ -130,6 +130,7 @@ class LiveScreen(Screen[None]):
         self.follower = None  # the open timeline's TraceFollower, woken when new bytes arrive
         self.ended = threading.Event()  # the runner's thread is done: sandbox released, metadata saved
         self._stage_started: dict[str, float] = {}  # stages running now -> when they started (monotonic)
+        self._stage_painted: dict[str, tuple[str, str]] = {}  # stage -> (state, what happened) as shown
         self._stage_ended: dict[str, str] = {}  # stages that ended -> how (done, failed, skipped)
         self._scrubber = SecretScrubber([spec.endpoint.api_key])
         self.divergences: list[str] = []  # one line per divergence of a replay, as they happen
@@ -154,6 +155,7 @@ class LiveScreen(Screen[None]):
             watch(self)  # the app stops it on every way out, even once this screen is gone
         self.run_worker(self._run, thread=True, exclusive=True, group="episode", name="episode")
         self.set_interval(TICK_S, self._tick)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._repaint_stages())
 
     def _tick(self) -> None:
         """Elapsed times keep moving while nothing is said (a long tool call, a slow model)."""
@@ -188,6 +190,21 @@ class LiveScreen(Screen[None]):
         self.post_message(EpisodeEnded(result))
 
     # --- what the runner says -----------------------------------------------------------------
+    def _paint_stage(self, name: str, state: str, said: str, *, state_shown: bool = True) -> None:
+        """A stage's state and what happened, in the current theme's colours (kept, for a theme switch)."""
+        shown = self._stage_painted.get(name, ("waiting", ""))
+        state_text = state if state_shown else shown[0]
+        said = said or shown[1]
+        self._stage_painted[name] = (state_text, said)
+        table, variables = self.query_one(DataTable), self.app.theme_variables
+        table.update_cell(name, "state", themed(Text(state_text, style=_STATE_STYLE.get(state_text, "")), variables))
+        if said:
+            table.update_cell(name, "what happened", themed(Text(clip(said, 120), style=_STATE_STYLE.get(state, "")), variables))
+
+    def _repaint_stages(self) -> None:
+        for name, (state, said) in list(self._stage_painted.items()):
+            self._paint_stage(name, state, said)
+
     def on_stage_changed(self, message: StageChanged) -> None:
         table = self.query_one(DataTable)
         self._log_stage(message)
@@ -197,7 +214,7 @@ class LiveScreen(Screen[None]):
         ended = self._stage_ended
         if message.state == "progress" and message.name in ended:  # after its end (the capture's export): said, state kept
             if message.message:
-                table.update_cell(message.name, "what happened", Text(clip(message.message, 120), style=_STATE_STYLE[ended[message.name]]))
+                self._paint_stage(message.name, ended[message.name], message.message, state_shown=False)
             return
         if message.state in ("done", "failed", "skipped"):
             ended[message.name] = message.state
@@ -206,10 +223,8 @@ class LiveScreen(Screen[None]):
             self._stage_started.setdefault(message.name, time.monotonic() - message.elapsed_s)
         else:
             self._stage_started.pop(message.name, None)
-        table.update_cell(message.name, "state", themed(Text(message.state, style=style), self.app.theme_variables))
+        self._paint_stage(message.name, message.state, message.message)
         table.update_cell(message.name, "elapsed", Text(f"{message.elapsed_s:.1f}s"))
-        if message.message:
-            table.update_cell(message.name, "what happened", Text(clip(message.message, 120), style=style))
         if message.name == "agent running" and message.state == "started":
             self.action_timeline()
 

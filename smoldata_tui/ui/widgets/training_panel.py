@@ -181,6 +181,7 @@ class TrainingPanel(Vertical):
         self._show_charts(False)
         self.reload()
         self.set_interval(1.0, self._watch_file)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._paint_turn_numbers())
 
     def _watch_file(self) -> None:
         """A live episode writes its training trace when it ends: read it when it appears."""
@@ -236,11 +237,9 @@ class TrainingPanel(Vertical):
         table.clear()
         for turn in view.turns:
             link = links[turn.index] if turn.index < len(links) else None
-            problems = view.problems_of(turn.index)
-            worst = "FATAL" if any(p.level == "FATAL" for p in problems) else ("WARN" if problems else "")
             coverage = turn.mask_coverage
             cells = [
-                themed(Text(f"{turn.index + 1}", _LEVEL_STYLE.get(worst, ""), justify="right"), self.app.theme_variables),
+                self._turn_number(turn.index),
                 Text("-" if link is None or link.step is None else str(link.step), justify="right"),
                 Text(f"{turn.prompt_tokens:,}", justify="right"),
                 Text(f"{turn.completion_tokens:,}", justify="right"),
@@ -250,6 +249,19 @@ class TrainingPanel(Vertical):
                 Text(clip(" ".join(call.name or "?" for call in turn.tool_calls) or "-", 24)),
             ]
             table.add_row(*cells, key=str(turn.index))
+
+    def _turn_number(self, index: int) -> Text:
+        """The turn's number in the colour of its worst problem, in the current theme."""
+        problems = self.view.problems_of(index)
+        worst = "FATAL" if any(p.level == "FATAL" for p in problems) else ("WARN" if problems else "")
+        return themed(Text(f"{index + 1}", _LEVEL_STYLE.get(worst, ""), justify="right"), self.app.theme_variables)
+
+    def _paint_turn_numbers(self) -> None:
+        if self.view is None:
+            return
+        table = self.query_one(TurnTable)
+        for turn in self.view.turns:
+            table.update_cell(str(turn.index), "turn", self._turn_number(turn.index))
 
     # --- linking to the timeline --------------------------------------------------------------
     def links(self) -> list[TurnLink]:
