@@ -4,6 +4,7 @@ happens when the owning interpreter exits or dies. Processes are checked on the 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -193,3 +194,23 @@ def test_a_killed_owner_takes_its_sandboxes_processes_with_it(base_dir):
 def test_remove_stale_keeps_sandboxes_whose_owner_runs(backend, sandbox):
     assert backend.remove_stale() == []
     assert sandbox.exec("true").exit_code == 0
+
+
+def test_exec_runs_the_command_again_when_bwrap_could_not_join_the_sandbox(base_dir, tmp_path):  # noqa: F811
+    # Under heavy load bwrap once failed to join the sandbox's PID namespace ("Can't send pid"),
+    # before running the command. A bwrap that, when told to, fails that way once:
+    real = shutil.which("bwrap")
+    fail_next = tmp_path / "fail-next"
+    flaky = tmp_path / "bwrap"
+    flaky.write_text(
+        "#!/bin/bash\n"
+        f'if rm {fail_next} 2>/dev/null; then echo "bwrap: Can\'t send pid: Invalid argument" >&2; '
+        'echo "bwrap: Unexpected short read from pid socket" >&2; exit 1; fi\n'
+        f'exec {real} "$@"\n'
+    )
+    flaky.chmod(0o755)
+    with LocalSandboxBackend(base_dir=base_dir, bwrap=str(flaky)).create() as sandbox:
+        fail_next.touch()
+        result = sandbox.exec("echo ran >> /tmp/ran; cat /tmp/ran")
+    assert not fail_next.exists()  # the first join failed
+    assert (result.exit_code, result.stdout) == (0, "ran\n")  # and the command ran once, after it

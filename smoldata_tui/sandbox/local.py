@@ -28,6 +28,7 @@ import secrets
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from smoldata_tui.sandbox import bubblewrap, processes, registry
@@ -38,6 +39,9 @@ from smoldata_tui.sandbox.layout import HOME, Layout, materialize, plan_layout, 
 from smoldata_tui.sandbox.protocol import ExecResult
 
 KEEPER_SCRIPT = 'trap "" HUP INT QUIT TERM; while read -r _; do :; done'
+_JOIN_ATTEMPTS = 3
+# What bwrap says when it fails to join the sandbox's PID namespace, before it runs the command
+_JOIN_FAILURES = ("bwrap: Can't send pid", "bwrap: Unexpected short read from pid socket")
 _START_TIMEOUT_S = 30  # bwrap reports its namespaces within milliseconds; a slow disk may take longer
 _STOP_TIMEOUT_S = 10
 _log = logging.getLogger(__name__)
@@ -46,6 +50,10 @@ _log = logging.getLogger(__name__)
 def default_base_dir() -> Path:
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache, "smoldata-tui", "sandboxes")
+
+
+def _failed_to_join(result: ExecResult) -> bool:
+    return result.exit_code == 1 and not result.stdout and result.stderr.startswith(_JOIN_FAILURES)
 
 
 class LocalSandboxBackend:
@@ -189,12 +197,22 @@ class LocalSandbox:
 
     def exec(self, cmd: str, *, envs: dict[str, str] | None = None, cwd: str | None = None,
              timeout: float | None = 60) -> ExecResult:  # fmt: skip
-        """Run ``cmd`` with bash to completion (see protocol: failures and timeouts are results)."""
-        proc = self._spawn(cmd, envs, cwd, own_pid_namespace=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            return run_to_completion(proc, timeout)
-        finally:
-            self._forget(proc)
+        """Run ``cmd`` with bash to completion (see protocol: failures and timeouts are results).
+
+        bwrap can fail to join the sandbox's PID namespace ("Can't send pid", seen under heavy
+        load): it then exits before starting ``cmd``, so running it again is safe, and is done.
+        """
+        attempt = 1
+        while True:
+            proc = self._spawn(cmd, envs, cwd, own_pid_namespace=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                result = run_to_completion(proc, timeout)
+            finally:
+                self._forget(proc)
+            if attempt == _JOIN_ATTEMPTS or not _failed_to_join(result):
+                return result
+            time.sleep(0.05 * attempt)
+            attempt += 1
 
     def start_bg(self, cmd: str, *, envs: dict[str, str] | None = None, cwd: str | None = None) -> LocalBgJob:
         """Start ``cmd`` with bash in the background; its output goes to ``job.log_path``."""
