@@ -212,5 +212,11 @@ def test_exec_runs_the_command_again_when_bwrap_could_not_join_the_sandbox(base_
     with LocalSandboxBackend(base_dir=base_dir, bwrap=str(flaky)).create() as sandbox:
         fail_next.touch()
         result = sandbox.exec("echo ran >> /tmp/ran; cat /tmp/ran")
-    assert not fail_next.exists()  # the first join failed
-    assert (result.exit_code, result.stdout) == (0, "ran\n")  # and the command ran once, after it
+        assert not fail_next.exists()  # the first join failed
+        assert (result.exit_code, result.stdout) == (0, "ran\n")  # and the command ran once, after it
+        # The same for a command started in the background.
+        fail_next.touch()
+        job = sandbox.start_bg("echo bg >> /tmp/ran")
+        assert not fail_next.exists()
+        assert job.wait(timeout=30) == 0
+        assert sandbox.exec("cat /tmp/ran").stdout == "ran\nbg\n"

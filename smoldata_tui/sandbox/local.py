@@ -221,21 +221,12 @@ class LocalSandbox:
             self._job_count += 1
             log_path = self.control_dir / "jobs" / f"{self._job_count}.log"
         log_path.parent.mkdir(exist_ok=True)
-        info_read, info_write = os.pipe()
-        try:
-            with open(log_path, "wb") as log:
-                proc = self._spawn(cmd, envs, cwd, own_pid_namespace=True, stdout=log, stderr=log, info_fd=info_write)
-        except BaseException:
-            os.close(info_read)
-            raise
-        finally:
-            os.close(info_write)
-        try:
-            info = bubblewrap.read_info(info_read, _START_TIMEOUT_S)
-        except BaseException:
-            proc.kill()
+        for attempt in range(1, _JOIN_ATTEMPTS + 1):
+            proc, info = self._start_in_namespace(cmd, envs, cwd, log_path)
+            if info is not None or attempt == _JOIN_ATTEMPTS or not self._failed_to_join_bg(proc, log_path):
+                break
             self._forget(proc)
-            raise
+            time.sleep(0.05 * attempt)  # bwrap failed before starting ``cmd`` (see exec): started again
         init_pid = int(info["child-pid"]) if info else None
         job = LocalBgJob(proc, init_pid, log_path, self._grace_s, on_exit=lambda job: self._job_ended(job, proc))
         with self._lock:
@@ -246,6 +237,35 @@ class LocalSandbox:
             job.kill()
             self._require_alive()
         return job
+
+    def _start_in_namespace(self, cmd: str, envs: dict[str, str] | None, cwd: str | None,
+                            log_path: Path) -> tuple[subprocess.Popen, dict | None]:  # fmt: skip
+        """Start ``cmd`` in a PID namespace of its own; bwrap's report of it (None: bwrap failed)."""
+        info_read, info_write = os.pipe()
+        try:
+            with open(log_path, "wb") as log:
+                proc = self._spawn(cmd, envs, cwd, own_pid_namespace=True, stdout=log, stderr=log, info_fd=info_write)
+        except BaseException:
+            os.close(info_read)
+            raise
+        finally:
+            os.close(info_write)
+        try:
+            return proc, bubblewrap.read_info(info_read, _START_TIMEOUT_S)
+        except BaseException:
+            proc.kill()
+            self._forget(proc)
+            raise
+
+    @staticmethod
+    def _failed_to_join_bg(proc: subprocess.Popen, log_path: Path) -> bool:
+        try:
+            code = proc.wait(timeout=_START_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return False
+        with open(log_path, "rb") as log:
+            said = log.read(4096).decode(errors="replace")
+        return _failed_to_join(ExecResult(code, "", said))
 
     def _spawn(self, cmd: str, envs: dict[str, str] | None, cwd: str | None, *, own_pid_namespace: bool,
                info_fd: int | None = None, **streams) -> subprocess.Popen:  # fmt: skip
