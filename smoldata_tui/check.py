@@ -82,6 +82,11 @@ class Listed:
     relative: str  # the path within ``root``: how its cache knows it
     names: frozenset[str] | None = None
 
+    @classmethod
+    def file(cls, path: str) -> Listed:
+        """A trace named as a file: its folder's cache holds it."""
+        return cls(path, os.path.dirname(path) or ".", os.path.basename(path))
+
 
 def list_traces(arguments: list[str], err: TextIO | None = None) -> list[Listed]:
     """Files as given; directories expand to their ``*.jsonl`` traces (recursively, sorted; a
@@ -111,7 +116,7 @@ def list_traces(arguments: list[str], err: TextIO | None = None) -> list[Listed]
             kind = special_kind(path)
             if kind is not None:
                 raise UsageError(f"{argument}: {kind}, not a regular file (save the stream to a file first)")
-            traces.append(Listed(argument, os.path.dirname(argument) or ".", os.path.basename(argument)))
+            traces.append(Listed.file(argument))
         else:
             raise UsageError(f"{argument}: no such file or directory")
     return traces
@@ -119,8 +124,9 @@ def list_traces(arguments: list[str], err: TextIO | None = None) -> list[Listed]
 
 def _walk_traces(root: str, folders: dict[str, frozenset[str]] | None = None) -> list[tuple[str, str | None, str]]:
     """``(path, None, relative)`` for every regular trace file under ``root`` and ``(path, kind,
-    relative)`` for a special file (a FIFO…) named like one (``relative``: the path within ``root``), in the order of ``sorted(Path(root).rglob("*.jsonl"))``:
-    by path components, descending into directories but not into symbolic links to them.
+    relative)`` for a special file (a FIFO…) named like one (``relative``: the path within
+    ``root``), in the order of ``sorted(Path(root).rglob("*.jsonl"))``: by path components,
+    descending into directories but not into symbolic links to them.
 
     ``os.scandir`` instead of ``rglob`` + a ``stat`` per file: the directory entries already say
     which are regular files, and a fleet of thousands of episodes is listed several times faster.
@@ -189,10 +195,7 @@ def check_all(
     ``use_cache`` (with ``as_json``): results of traces unchanged since they were last checked come
     from the cache (``check_cache.py``), and the others are kept there once computed.
     """
-    listed = [
-        item if isinstance(item, Listed) else Listed(str(item), os.path.dirname(str(item)) or ".", os.path.basename(str(item)))
-        for item in traces
-    ]
+    listed = [item if isinstance(item, Listed) else Listed.file(str(item)) for item in traces]
     paths = [item.path for item in listed]
     cache = None
     if use_cache and as_json:

@@ -64,10 +64,10 @@ FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
 PROMPT_CAP = 256 * 1024  # characters of the task's instruction kept in run.meta.json
 METADATA_SUFFIX = ".meta.json"
-# Files beside a trace that are JSON Lines but not OpenCode traces (opencode_env's proxy trace).
-SIDECAR_SUFFIXES = (".proxy.jsonl", ".requests.jsonl")
 TRAINING_SUFFIX = ".training.json"  # the training trace the trainer would receive (training/trace_file.py)
 REQUESTS_SUFFIX = ".requests.jsonl"  # what each model call asked for (training/requests.py)
+# Files beside a trace that are JSON Lines but not OpenCode traces (opencode_env's proxy trace).
+SIDECAR_SUFFIXES = (".proxy.jsonl", REQUESTS_SUFFIX)
 PROXY_TRACE_NAME = "run.proxy.jsonl"  # what the opencode_env harness names its proxy trace, beside run.jsonl
 
 
