@@ -13,6 +13,10 @@ For each, times in separate processes, each best of N:
   (a') the same again with the cache that run left (a re-run over an unchanged fleet);
   (b) the seed's rule, transcribed literally (smoldata_tui.trace.seed_rule), over the same files,
       one after another in one process (read each file, run the rule);
+  (c) the floor: what any Python check must at least do, and nothing more, on every CPU: read
+      each trace, parse each line with orjson, read its run.meta.json, write one JSON line.
+      No verdict, no findings, no stats. Whatever (a) takes beyond (c) is the analysis;
+      (b) / (c) is the most a first run of any Python check could reach.
 and checks that all give every trace the same native_tool_calls.
 Target: (a) at least 1.8x faster than (b) on 2 CPUs. The CPU seconds (user + sys, all processes)
 are printed too: on a machine shared with other work the wall-clock ratio is the noisy one.
@@ -40,6 +44,39 @@ for path in sorted(p for p in Path(sys.argv[1]).rglob("*.jsonl") if p.is_file() 
     with open(path, "rb") as handle:
         outcome = seed_outcome(handle.read())
     print(path, outcome.calls)
+"""
+
+FLOOR = """
+import os, sys, multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+import orjson
+from smoldata_tui.check import list_traces
+
+def one(path):
+    with open(path, "rb") as handle:
+        lines = handle.read().split(b"\\n")
+    parsed = 0
+    for line in lines:
+        try:
+            orjson.loads(line)
+            parsed += 1
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        with open(path[: path.rfind("/") + 1] + "run.meta.json", "rb") as handle:
+            orjson.loads(handle.read())
+    except (OSError, orjson.JSONDecodeError):
+        pass
+    return orjson.dumps({"path": path, "parsed": parsed}) + b"\\n"
+
+def chunk(paths):
+    return b"".join(map(one, paths))
+
+paths = [listed.path for listed in list_traces([sys.argv[1]])]
+chunks = [paths[start : start + 32] for start in range(0, len(paths), 32)]
+with ProcessPoolExecutor(os.cpu_count(), mp_context=multiprocessing.get_context("fork")) as pool:
+    for written in pool.map(chunk, chunks):
+        sys.stdout.buffer.write(written)
 """
 
 
@@ -78,15 +115,19 @@ def compare(name: str, folder, repeat: int) -> float:
 
     check_argv = [python, "-m", "smoldata_tui", "check", "--json", str(folder)]
     seed_argv = [python, "-c", SEED, str(folder)]
+    floor_argv = [python, "-c", FLOOR, str(folder)]
     cold = measure(check_argv, repeat=repeat, env=env, before_each=empty_cache)
     warm = measure(check_argv, repeat=repeat, env=env)  # the cache the last cold run left
     seed = measure(seed_argv, repeat=repeat, env=env)
+    floor = measure(floor_argv, repeat=repeat, env=env)
     theirs = verdicts_of_seed(seed.stdout)
     assert verdicts_of_check(cold.stdout) == theirs, "the verdicts differ from the seed's rule"
     assert warm.stdout == cold.stdout, "the cached run's output differs from the first run's"
+    assert len(floor.stdout.splitlines()) == len(theirs), "the floor did not read every trace"
     cold_cpu = min(cpu_seconds(check_argv, env, empty_cache) for _ in range(repeat))
     warm_cpu = min(cpu_seconds(check_argv, env) for _ in range(repeat))
     seed_cpu = min(cpu_seconds(seed_argv, env) for _ in range(repeat))
+    floor_cpu = min(cpu_seconds(floor_argv, env) for _ in range(repeat))
     shutil.rmtree(cache, ignore_errors=True)
     print(f"same native_tool_calls as the seed's rule for all {len(theirs):,} traces, cached or not")
     print(f"{'':40}{'seconds':>9}{'CPU s':>8}{'peak RSS MB (all)':>19}{'vs seed':>9}")
@@ -94,11 +135,13 @@ def compare(name: str, folder, repeat: int) -> float:
         ("(a)  check --json, first run", cold, cold_cpu),
         ("(a') check --json, run again", warm, warm_cpu),
         ("(b)  seed rule, one process", seed, seed_cpu),
+        ("(c)  floor: read + parse only, every CPU", floor, floor_cpu),
     ):
         print(f"{label:40}{run.seconds:9.2f}{cpu:8.2f}{run.peak_tree_rss_mb:19.0f}{seed.seconds / run.seconds:8.2f}x")
     speedup = seed.seconds / cold.seconds
     print(f"first run vs seed rule: {speedup:5.2f}x faster (wall clock; target >= 1.8x on 2 CPUs) {'OK' if speedup >= 1.8 else 'MISSED'}")
     print(f"run again vs seed rule: {seed.seconds / warm.seconds:5.2f}x faster")
+    print(f"floor vs seed rule:     {seed.seconds / floor.seconds:5.2f}x faster (the most any Python check could reach on a first run)")
     print(f"CPU time, first run:    {cold_cpu / seed_cpu:5.2f}x the seed's (check also finds, counts and writes the findings)")
     return speedup
 
