@@ -19,9 +19,9 @@ from smoldata_tui.session.metadata import (
     EpisodeMetadata,
     effective_status,
     load_metadata,
-    owner_record,
     save_metadata,
 )
+from smoldata_tui.session.owner import owner_record
 from smoldata_tui.session.model_endpoint import REPLAY_API_KEY
 
 from .conftest import ROOT

@@ -7,14 +7,12 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from smoldata_tui.session.credentials import REDACTED, redact, redact_text
 from smoldata_tui.session.metadata import (
-    REDACTED,
     EpisodeMetadata,
     Grade,
     load_metadata,
     metadata_path_for,
-    redact,
-    redact_text,
     save_metadata,
 )
 

@@ -1,5 +1,6 @@
 """Episodes: the metadata saved beside a trace (and, later, running one). No Textual here."""
 
+from smoldata_tui.session.credentials import redact, redact_text
 from smoldata_tui.session.metadata import (
     METADATA_SUFFIX,
     STATUSES,
@@ -7,8 +8,6 @@ from smoldata_tui.session.metadata import (
     Grade,
     load_metadata,
     metadata_path_for,
-    redact,
-    redact_text,
     save_metadata,
 )
 

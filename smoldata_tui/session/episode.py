@@ -45,7 +45,8 @@ from smoldata_tui.session.capture_link import (
 )
 from smoldata_tui.session.export import ExportTooLarge, export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
-from smoldata_tui.session.metadata import PROMPT_CAP, EpisodeMetadata, Grade, metadata_path_for, owner_record, save_metadata
+from smoldata_tui.session.metadata import PROMPT_CAP, EpisodeMetadata, Grade, metadata_path_for, save_metadata
+from smoldata_tui.session.owner import owner_record
 from smoldata_tui.session.opencode_config import (
     agent_command,
     agent_environment,

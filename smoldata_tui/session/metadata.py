@@ -37,7 +37,7 @@ something changes. A ``running`` episode whose owner is gone (SIGKILL, a crash, 
 got to say how it ended: :func:`effective_status` reads it as ``interrupted``, and every reader
 shows that.
 
-Secrets never reach the file or the screen: :func:`redact` drops every config key whose
+Secrets never reach the file or the screen: :func:`~smoldata_tui.session.credentials.redact` drops every config key whose
 name contains key/token/secret/password/authorization and every value that looks like a
 credential; :func:`load_metadata` redacts again, so a file written by another tool is safe
 to show too. Pure: no Textual, no network.
@@ -49,7 +49,6 @@ import json
 import math
 import os
 import re
-import socket
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +57,8 @@ from pathlib import Path
 
 import orjson
 
+from smoldata_tui.session.credentials import redact, redact_text
+from smoldata_tui.session.owner import owner_alive
 from smoldata_tui.trace.reader import read_at_most
 
 FORMAT = "smoldata-episode"
@@ -76,62 +77,6 @@ def is_trace_name(name: str) -> bool:
     return name.endswith(".jsonl") and not name.endswith(SIDECAR_SUFFIXES)
 STATUSES = ("running", "finished", "killed", "timeout", "cancelled", "error", "interrupted")
 MAX_METADATA_BYTES = 4 << 20  # a metadata file is small; anything bigger is not one
-REDACTED = "[redacted]"
-
-SECRET_NAME = re.compile(r"key|token|secret|password|passwd|authorization|credential|cookie", re.IGNORECASE)
-_SECRET_NAME = SECRET_NAME
-# A count such as max_tokens is not a secret: "tokens" (plural) holding a number is kept.
-_TOKEN_COUNT_NAME = re.compile(r"tokens(?![a-z])", re.IGNORECASE)
-_CREDENTIAL = re.compile(
-    r"(?:\b(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header value
-    r"|\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"  # OpenAI / Anthropic style keys
-    r"|\bhf_[A-Za-z0-9]{20,}"  # Hugging Face
-    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
-    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key id
-    r"|\bdtn_[A-Za-z0-9]{16,}"  # Daytona
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # a JWT
-    r"|(?<=://)[^/\s:@]+:[^/\s@]+(?=@))",  # user:password@ in a URL
-    re.IGNORECASE,
-)
-
-
-def looks_like_credential(text: str) -> bool:
-    return _CREDENTIAL.search(text) is not None
-
-
-def redact_text(text: str) -> str:
-    """Free text (grader output, an error) with anything credential-like replaced."""
-    return _CREDENTIAL.sub(REDACTED, text)
-
-
-def _secret_name(name: str) -> bool:
-    return _SECRET_NAME.search(name) is not None
-
-
-def redact(value: object, _name: str = "") -> object:
-    """A copy of a config value without secrets (see the module docstring)."""
-    if isinstance(value, dict):
-        kept = {}
-        for key, item in value.items():
-            name = str(key)
-            if _secret_name(name):
-                is_count = isinstance(item, (int, float)) and not isinstance(item, bool)
-                if not (
-                    is_count and _TOKEN_COUNT_NAME.search(name) and not _secret_name(_TOKEN_COUNT_NAME.sub("", name))
-                ):
-                    continue
-            if isinstance(item, str) and looks_like_credential(item):
-                continue
-            kept[name] = redact(item, name)
-        return kept
-    if isinstance(value, (list, tuple)):
-        return [REDACTED if isinstance(item, str) and looks_like_credential(item) else redact(item) for item in value]
-    if isinstance(value, str) and looks_like_credential(value):
-        return REDACTED
-    return value
-
-
 @dataclass
 class Grade:
     env_reward: float | None = None
@@ -247,40 +192,6 @@ def parse_time(text: str | None) -> datetime | None:
 def format_time(moment: datetime) -> str:
     """The inverse of :func:`parse_time`, to the second, in UTC."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# --- who runs an episode -------------------------------------------------------------------------
-def _boot_id() -> str | None:
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
-
-
-def owner_record() -> dict:
-    """This process, named for good: pid + start time (pids are reused) + boot id (start times
-    restart at boot) + host (a runs folder may be shared)."""
-    from smoldata_tui.sandbox.processes import start_time
-
-    pid = os.getpid()
-    return {"pid": pid, "start_time": start_time(pid), "boot_id": _boot_id(), "host": socket.gethostname()}
-
-
-def owner_alive(owner: dict) -> bool | None:
-    """Whether the process an :func:`owner_record` names still runs; None when this machine
-    cannot tell (no record, or another host's)."""
-    from smoldata_tui.sandbox.processes import start_time
-
-    pid, started = owner.get("pid"), owner.get("start_time")
-    if not isinstance(pid, int) or isinstance(pid, bool) or started is None:
-        return None
-    if owner.get("host") not in (None, socket.gethostname()):
-        return None
-    boot = owner.get("boot_id")
-    if boot is not None and _boot_id() is not None and boot != _boot_id():
-        return False  # the machine restarted since
-    return start_time(pid) == started
 
 
 def effective_status(metadata: EpisodeMetadata | None) -> str | None:
