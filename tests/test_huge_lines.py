@@ -66,6 +66,7 @@ def traces_with_long_lines(draw):
 @example(b'{"a":"' + b"x" * 400 + b'\x00"}\n{"type":"step_finish"}\n', 33)
 @example(b'{"a":"\\ud83d\\u' + b"\x00" * 400, 10)
 @example(b"\x01\x0b\x02" * 200 + b"\xff", 100)
+@example(b'"' + b"a" * 400 + b"\xe2\x82\n{\"type\":\"step_finish\"}\n", 64)  # cut by the newline: the log's message
 def test_long_lines_keep_the_seeds_verdict(data, chunk):
     """Fed in small chunks, as a log arrives: long lines are pending, so the huge path is taken."""
     assert_same(data, list(range(chunk, len(data), chunk)))

@@ -318,7 +318,7 @@ class TraceAnalysis:
         first_index = self.event_count
         if exact.decode_error is not None:
             error = exact.decode_error
-            self._verdict.undecodable(line, error, offset + error.start)
+            self._verdict.undecodable(line, error, offset + error.start, terminated=not unterminated)
             self._findings.undecodable(line, first_index if exact.events else None, error)
         else:
             for piece in exact.pieces:
@@ -347,7 +347,7 @@ class TraceAnalysis:
         index = self.event_count
         self.event_count += 1
         if huge.bad_utf8 is not None:
-            self._verdict.undecodable(line, huge.bad_utf8, offset + huge.bad_utf8_at)
+            self._verdict.undecodable(line, huge.bad_utf8, offset + huge.bad_utf8_at, terminated=not unterminated)
             self._findings.undecodable(line, index, huge.bad_utf8)
         else:
             self._verdict.unparsable(line, huge.error)

@@ -46,6 +46,7 @@ class Failure:
     line: int | None  # 1-based physical line; None for stream-wide failures
     exception: BaseException
     explanation: str
+    message: str | None = None  # the exception's text where it differs from str(exception)
 
     @property
     def crashes(self) -> bool:
@@ -72,7 +73,7 @@ class Verdict:
         if self.failure is None:
             return None
         exc = self.failure.exception
-        return f"{type(exc).__name__}: {exc}"
+        return f"{type(exc).__name__}: {self.failure.message or exc}"
 
     def badge(self) -> str:
         """One line for headers and tables."""
@@ -87,6 +88,27 @@ class Verdict:
 def _describe(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _as_in_log(exc: UnicodeDecodeError, terminated: bool) -> UnicodeDecodeError:
+    """The error decoding the log raises at the same byte (positions from that byte)."""
+    bad = exc.object[exc.start : exc.end]
+    if terminated and exc.end == len(exc.object):
+        try:
+            (bad + b"\n").decode(exc.encoding)
+        except UnicodeDecodeError as in_log:
+            return in_log
+    return UnicodeDecodeError(exc.encoding, bad, 0, len(bad), exc.reason)
+
+
+def _decode_message(exc: UnicodeDecodeError, position: int) -> str:
+    """``str(exc)`` as if ``exc.start`` were ``position`` (CPython's two wordings)."""
+    width = exc.end - exc.start
+    if width == 1:
+        byte = exc.object[exc.start]
+        return f"'{exc.encoding}' codec can't decode byte 0x{byte:02x} in position {position}: {exc.reason}"
+    last = position + width - 1
+    return f"'{exc.encoding}' codec can't decode bytes in position {position}-{last}: {exc.reason}"
 
 
 def _repeat(call_id: object, line: int, first_line: int) -> Failure:
@@ -111,9 +133,22 @@ class VerdictMachine:
         self._repeated_id: Failure | None = None
 
     # --- phase 1 and 2 -------------------------------------------------------------------
-    def undecodable(self, line: int, exc: UnicodeDecodeError, stream_offset: int) -> None:
-        self._note(
-            PHASE_DECODE, line, exc, f"byte {stream_offset} is not valid UTF-8, so decoding the log fails"
+    def undecodable(self, line: int, exc: UnicodeDecodeError, stream_offset: int, *, terminated: bool) -> None:
+        """A line's first bad UTF-8 byte is at ``stream_offset`` of the log; ``exc`` is decoding the line's.
+
+        The wrapper decodes the whole log, so its message counts positions from the
+        log's start, and a character cut at the end of a line meets the ``\\n`` after
+        it ("invalid continuation byte", not "unexpected end of data").
+        """
+        if PHASE_DECODE in self._first:
+            return
+        log_exc = _as_in_log(exc, terminated)
+        self._first[PHASE_DECODE] = Failure(
+            PHASE_DECODE,
+            line,
+            log_exc,
+            f"byte {stream_offset} is not valid UTF-8, so decoding the log fails",
+            _decode_message(log_exc, stream_offset),
         )
 
     def unparsable(self, line: int, exc: BaseException) -> None:
