@@ -141,22 +141,26 @@ class _Unauthorized(BaseHTTPRequestHandler):
 @pytest.mark.parametrize("capture", [True, False], ids=["capture", "no-capture"])
 def test_the_api_key_is_never_saved_or_reported(tmp_path, sandboxes, monkeypatch, capture):
     secret = "sk-live-do-not-leak-7d1f0a9c3b"
+    password = "url-pass-4e8b2d"  # a URL's password is quoted by stage messages ("probing URL") and errors
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Unauthorized)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("SANDBOX_VLLM_KEY", secret)
-    monkeypatch.setenv("SANDBOX_VLLM_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("SANDBOX_VLLM_URL", f"http://alice:{password}@127.0.0.1:{server.server_address[1]}")
     try:
         result, recorder = run_episode("sales-top-region", "some-model", tmp_path / "runs", timeout=90, capture=capture)
     finally:
         server.shutdown()
     if capture:  # the capture proxy's probe is refused: the episode stops before the agent, saying why
-        assert result.status == "error" and result.error.stage == "capture proxy" and "401" in result.error.reason
+        # (openenv's probe uses urllib, which reads user:password@ as part of the host name)
+        assert result.status == "error" and result.error.stage == "capture proxy" and "probe failed" in result.error.reason
     else:
         assert result.graded and result.grade.env_reward == 0.0  # a failed agent is still an episode
         assert b'"type":"error"' in result.trace_path.read_bytes()
     for path in result.trace_path.parent.iterdir():
         assert secret not in path.read_text(errors="replace"), path
-    assert all(secret not in message for _, _, message in recorder.stages)
+        assert password not in path.read_text(errors="replace"), path
+    assert all(secret not in message and password not in message for _, _, message in recorder.stages)
+    assert any("probing" in message for _, _, message in recorder.stages) == capture  # the URL was quoted
     assert sandbox_dirs(sandboxes) == []
 
 

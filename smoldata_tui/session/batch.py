@@ -212,7 +212,7 @@ class Batch:
         scrub = None
         try:
             endpoint = self.plan.open_endpoint()
-            scrub = SecretScrubber([endpoint.api_key]).text
+            scrub = SecretScrubber(endpoint.secrets).text
             spec = dataclasses.replace(self.plan.template, task=self._tasks[run.key], endpoint=endpoint,
                                        save_dir=self.folder, run_name=run.key)  # fmt: skip
             episode = Episode(spec, run)

@@ -110,7 +110,7 @@ class Episode:
         endpoint = spec.endpoint
         # OpenCode reads the key from here, inside the sandbox; saved metadata gets it redacted.
         self._opencode_json = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
-        self._scrubber = SecretScrubber([endpoint.api_key])
+        self._scrubber = SecretScrubber(endpoint.secrets)
         self._capture = None  # the capture proxy between OpenCode and the model (built-in harness)
         self.capture_level: str | None = None  # "tokens", "logprobs" or "text" once the probe settled it
         if self._captures:
@@ -214,7 +214,7 @@ class Episode:
             return
         with self._stage("grading", result) as say:
             timeout = min(spec.task.grader_timeout_s, max(self._deadline - time.monotonic(), GRADE_FLOOR_S))
-            result.grade = grade_answer(self._sandbox, spec.task, timeout=timeout, scrub_secrets=[spec.endpoint.api_key],
+            result.grade = grade_answer(self._sandbox, spec.task, timeout=timeout, scrub_secrets=spec.endpoint.secrets,
                                         cancel=self._cancel)  # fmt: skip
             if self._cancel.is_set():  # the grader was stopped: no grade
                 result.grade = None
@@ -259,7 +259,7 @@ class Episode:
         result.metadata.config = redacted(config.model_dump())
 
         def verify(sandbox, _task):  # the environment's verifier; the runner grades with the same code
-            return to_verify_result(grade_answer(sandbox, spec.task, scrub_secrets=[endpoint.api_key]))
+            return to_verify_result(grade_answer(sandbox, spec.task, scrub_secrets=endpoint.secrets))
 
         with self._stage("opencode_env setup", result) as say:
             say("opencode_env: sandbox, install check, opencode.json, setup shell, logging proxy")
@@ -277,7 +277,7 @@ class Episode:
         else:
             self._capture = start_capture(endpoint, result.trace_path, say)
             require_reachable(self._sandbox, self._capture)
-        self._scrubber = SecretScrubber([endpoint.api_key, self._capture.session_id])
+        self._scrubber = SecretScrubber([*endpoint.secrets, self._capture.session_id])
         self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model)
         result.metadata.config = redacted(self._opencode_json)
         result.metadata.capture = self._capture.record.to_json()
@@ -417,7 +417,7 @@ class Episode:
             try:
                 sandbox.kill()
             except Exception as exc:  # noqa: BLE001 - report, never mask the episode's outcome
-                self.observer.stage("release sandbox", "failed", 0.0, clip(f"{type(exc).__name__}: {exc}", 300))
+                self.observer.stage("release sandbox", "failed", 0.0, clip(self._scrubber.text(f"{type(exc).__name__}: {exc}"), 300))
 
     def _release(self, result: EpisodeResult) -> None:
         session, self._session = self._session, None
@@ -425,7 +425,7 @@ class Episode:
             try:
                 session.close()  # opencode_env ends the agent, its proxy and the sandbox
             except Exception as exc:  # noqa: BLE001 - the sandbox is killed below anyway
-                self.observer.stage("release sandbox", "failed", 0.0, clip(f"opencode_env close: {exc}", 300))
+                self.observer.stage("release sandbox", "failed", 0.0, clip(self._scrubber.text(f"opencode_env close: {exc}"), 300))
         capture, self._capture = self._capture, None
         if capture is not None:
             say = lambda message: self.observer.stage("capture proxy", "progress", 0.0, clip(self._scrubber.text(message), 300))  # noqa: E731

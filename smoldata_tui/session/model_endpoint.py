@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPLAY_PREFIX = "replay:"
 REPLAY_API_KEY = "replay-model-needs-no-key"
@@ -33,6 +34,19 @@ class ModelEndpoint:
     def label(self) -> str:
         """How the model is named on screen and in saved metadata (never the key)."""
         return f"replay:{self.replay_source}" if self.replay_source else self.model
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What no message, screen or saved file may show: the key, and a password in the URL
+        (``http://user:pass@host/v1``), which stage messages and errors quote."""
+        try:
+            parts = urlsplit(self.base_url)
+            password = parts.password
+        except ValueError:  # an unparsable port: the URL is quoted only in the error that says so
+            return (self.api_key,)
+        if not password:
+            return (self.api_key,)
+        return (self.api_key, f"{parts.username or ''}:{password}", password)
 
     def divergences(self) -> list[dict]:
         return list(self.replay.divergences) if self.replay is not None else []

@@ -132,7 +132,7 @@ class LiveScreen(Screen[None]):
         self._stage_started: dict[str, float] = {}  # stages running now -> when they started (monotonic)
         self._stage_painted: dict[str, tuple[str, str]] = {}  # stage -> (state, what happened) as shown
         self._stage_ended: dict[str, str] = {}  # stages that ended -> how (done, failed, skipped)
-        self._scrubber = SecretScrubber([spec.endpoint.api_key])
+        self._scrubber = SecretScrubber(spec.endpoint.secrets)
         self.divergences: list[str] = []  # one line per divergence of a replay, as they happen
 
     def compose(self) -> ComposeResult:
