@@ -65,3 +65,26 @@ def test_importing_the_cli_loads_no_heavy_library():
 def test_the_trace_engine_loads_no_heavy_library():
     loaded = _loaded_after("import smoldata_tui.trace, smoldata_tui.check")
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+def test_every_notification_of_computed_text_is_shown_as_plain_text():
+    """``notify`` reads Textual markup by default: an error or path holding ``[b]`` or ``[@click=…]``
+    would be styled, turned into an action, or raise MarkupError. Only literal text may be markup."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "notify"):
+                continue
+            literal = bool(node.args) and _literal_text(node.args[0])
+            plain = any(k.arg == "markup" and isinstance(k.value, ast.Constant) and k.value.value is False for k in node.keywords)
+            if not literal and not plain:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not offenders, offenders
+
+
+def _literal_text(node: ast.expr) -> bool:
+    """A string written in the source: a constant, a CONSTANT's name, or a choice between them."""
+    if isinstance(node, ast.IfExp):
+        return _literal_text(node.body) and _literal_text(node.orelse)
+    return isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id.isupper())

@@ -220,7 +220,7 @@ class FleetScreen(Screen[None]):
 
     def _open(self, summary: EpisodeSummary) -> None:
         if summary.error is not None:
-            self.app.notify(clip(summary.error, 200), severity="error")
+            self.app.notify(clip(summary.error, 200), severity="error", markup=False)
             return
         from smoldata_tui.ui.screens.episode import EpisodeScreen
 

@@ -96,7 +96,7 @@ class HomeScreen(Screen[None]):
 
     def action_episodes(self) -> None:
         if not _saved_traces(self.runs):
-            self.app.notify(f"no saved episodes in {clip(str(self.runs), 80)} yet")
+            self.app.notify(f"no saved episodes in {clip(str(self.runs), 80)} yet", markup=False)
             return
         from smoldata_tui.ui.screens.fleet import FleetScreen
 

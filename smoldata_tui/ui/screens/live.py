@@ -209,7 +209,7 @@ class LiveScreen(Screen[None]):
         table = self.query_one(DataTable)
         self._log_stage(message)
         if message.name not in self.stages:
-            self.app.notify(clip(f"{message.name}: {message.state} {message.message}", 200), severity="warning")
+            self.app.notify(clip(f"{message.name}: {message.state} {message.message}", 200), severity="warning", markup=False)
             return
         ended = self._stage_ended
         if message.state == "progress" and message.name in ended:  # after its end (the capture's export): said, state kept
@@ -237,7 +237,7 @@ class LiveScreen(Screen[None]):
         line = f"{message.elapsed_s:7.1f}s  {message.name}: {text}" if message.message else f"{message.name}: {text}"
         self._log_line(line)
         if message.message.startswith("Daytona") and self._timeline_shown and self.app.screen is not self:
-            self.app.notify(clip(neutralize(message.message, keep_newlines=False), 200), severity="warning")
+            self.app.notify(clip(neutralize(message.message, keep_newlines=False), 200), severity="warning", markup=False)
 
     def _log_line(self, line: str) -> None:
         self.query_one("#stage-log", Log).write_line(neutralize(clip(line, 400), keep_newlines=False))
