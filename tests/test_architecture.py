@@ -71,7 +71,7 @@ def test_every_notification_of_computed_text_is_shown_as_plain_text():
     """``notify`` reads Textual markup by default: an error or path holding ``[b]`` or ``[@click=…]``
     would be styled, turned into an action, or raise MarkupError. Only literal text may be markup."""
     offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted((PACKAGE / "ui").rglob("*.py")):  # the core's ``notify`` callbacks take plain text
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "notify"):
