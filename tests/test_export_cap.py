@@ -39,3 +39,22 @@ def test_an_export_under_the_cap_is_read(sandbox):
     _install_fake(sandbox, "#!/bin/sh\necho 'notice: migrating'\necho '{\"messages\": []}'\n")
     problems: list[str] = []
     assert export_session(sandbox, FAKE, "ses_1", {}, max_bytes=1 << 20, report=problems.append) == {"messages": []}, problems
+
+
+def test_recovered_calls_from_a_hostile_export_keep_run_meta_json_readable(tmp_path):
+    from smoldata_tui.session.export import MAX_RECOVERED, unfinished_calls
+    from smoldata_tui.session.metadata import EpisodeMetadata, load_metadata, metadata_path_for, save_metadata
+
+    running = {"type": "tool", "callID": "c" * 100_000, "tool": "bash",
+               "state": {"status": "running", "input": {"command": "x" * 3_000_000}}}  # fmt: skip
+    export = {"messages": [{"parts": [running] * 200}]}
+    calls = unfinished_calls(export)
+    assert len(calls) == MAX_RECOVERED
+    assert len(calls[0].call_id) == 200 and "characters of JSON, clipped" in calls[0].input
+    trace = tmp_path / "episode.jsonl"
+    trace.write_text("")
+    save_metadata(metadata_path_for(trace), EpisodeMetadata(recovered_calls=[call.to_json() for call in calls]))
+    loaded = load_metadata(metadata_path_for(trace))
+    assert loaded is not None and len(loaded.recovered_calls) == MAX_RECOVERED
+    small = unfinished_calls({"messages": [{"parts": [{**running, "callID": "c1", "state": {"status": "running", "input": {"a": 1}}}]}]})
+    assert small[0].input == {"a": 1} and small[0].call_id == "c1"  # small inputs are kept as they are

@@ -19,6 +19,8 @@ from smoldata_tui.trace.text import neutralize
 
 SETTLED = ("completed", "error")
 MAX_EXPORT_BYTES = 16 << 20  # the agent controls how big its session is: more is not read
+MAX_RECOVERED = 50  # unfinished calls kept; an agent leaves one or a few running
+MAX_INPUT_CHARS = 16_000  # of one call's input: with its output, 50 calls stay far under run.meta.json's 4 MB
 
 
 class ExportTooLarge(Exception):
@@ -97,8 +99,21 @@ def export_session(sandbox: object, opencode: str, session_id: str, env: dict[st
     return data if isinstance(data, dict) else None
 
 
+def _short(value: object) -> str | None:
+    return value[:200] if isinstance(value, str) else None
+
+
+def _bounded_input(value: object) -> object:
+    """A call's input as saved in run.meta.json: whole when small, else a clipped JSON text (the
+    agent writes it, and the metadata file must stay readable)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= MAX_INPUT_CHARS:
+        return value
+    return f"{text[:MAX_INPUT_CHARS]}… ({len(text)} characters of JSON, clipped)"
+
+
 def unfinished_calls(export: dict) -> list[RecoveredCall]:
-    """Tool parts of the export whose status is not completed/error."""
+    """Tool parts of the export whose status is not completed/error (the first MAX_RECOVERED)."""
     found = []
     for message in export.get("messages") or []:
         if not isinstance(message, dict):
@@ -109,14 +124,16 @@ def unfinished_calls(export: dict) -> list[RecoveredCall]:
             state = part.get("state") if isinstance(part.get("state"), dict) else {}
             if state.get("status") in SETTLED:
                 continue
+            if len(found) == MAX_RECOVERED:
+                return found
             metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
             output = metadata.get("output") or state.get("output") or ""
             found.append(
                 RecoveredCall(
-                    call_id=part.get("callID") if isinstance(part.get("callID"), str) else None,
-                    tool=part.get("tool") if isinstance(part.get("tool"), str) else None,
-                    status=state.get("status") if isinstance(state.get("status"), str) else None,
-                    input=state.get("input"),
+                    call_id=_short(part.get("callID")),
+                    tool=_short(part.get("tool")),
+                    status=_short(state.get("status")),
+                    input=_bounded_input(state.get("input")),
                     partial_output=neutralize(str(output)[:4000]),
                 )
             )
