@@ -1,22 +1,22 @@
 """The episode metadata file: what a saved episode knows beyond its trace.
 
 A saved episode is a trace file (``run.jsonl``, the agent's ``opencode run --format json``
-output) plus, beside it, ``run.meta.json`` (the trace's stem + ``.meta.json``)::
+output) plus, beside it, ``run.meta.json`` (the trace's stem + ``.meta.json``). Its shape for a
+local run of the built-in harness with capture (docs/episode-format.md has one whole file as
+written)::
 
     {
       "format": "smoldata-episode",
       "schema_version": 1,
       "trace": "run.jsonl",
       "task": "sales-top-region",
-      "backend": "daytona",                   # or "local", "e2b", "hf" ...
-      "model": "openai/gpt-4.1-mini",
-      "harness": "opencode",
+      "backend": "local",                     # or "daytona"
+      "model": "Qwen/Qwen3.5-4B",             # the endpoint's model name, or "replay:PATH"; never a key
+      "harness": "builtin",                   # or "opencode-env"
       "opencode_version": "1.18.31",
       "started_at": "2026-01-01T00:00:00Z",   # ISO 8601, UTC
       "finished_at": "2026-01-01T00:01:24Z",  # null while running
       "status": "finished",                   # running / finished / killed / timeout / cancelled / error / interrupted
-      "stop_reason": null,                    # what stopped it early: "q", "Ctrl+C", "SIGTERM", "SIGHUP (terminal closed)"…
-      "owner": {"pid": 4242, "start_time": 123456, "boot_id": "…", "host": "box"},  # the process running it
       "exit_code": 0,                         # the agent's exit code, null while running
       "grade": {                              # null until graded
         "env_reward": 1.0,                    # VerifyResult.env_reward
@@ -24,9 +24,24 @@ output) plus, beside it, ``run.meta.json`` (the trace's stem + ``.meta.json``)::
         "grader_output": "{\\"correctness\\": 1}",
         "grader_error": null                  # set when the grader failed (not a zero)
       },
+      "timings": {"install OpenCode": 0.0, "create sandbox": 0.07, "capture proxy": 1.19,  # seconds per stage,
+                  "stage task": 0.13, "agent running": 13.99, "recover calls": 0.0,       # keyed by the stage's
+                  "grading": 0.26},                                                        # name
+      "config": {"$schema": "https://opencode.ai/config.json", "model": "intercepted/Qwen/Qwen3.5-4B",
+                 "provider": {"intercepted": {"npm": "@ai-sdk/openai-compatible", "name": "Intercepted",
+                              "options": {"baseURL": "http://127.0.0.1:39927/v1", "timeout": 600000},
+                              "models": {"Qwen/Qwen3.5-4B": {"name": "Intercepted Model"}}}},
+                 "tools": {"webfetch": false, "question": false, "task": false},
+                 "permission": {"*": "allow"}},   # the opencode.json, apiKey removed (opencode-env: its OpenCodeConfig)
+      "recovered_calls": [],
+      "sandbox": {"id": "sbx-ebe715bab549", "opencode_version": "1.18.31"},
+      "proxy_trace": null,                    # opencode-env: its proxy trace's file name
       "error": null,                          # {"stage", "message"} when status is "error"
-      "timings": {"create_sandbox": 9.8, "stage": 2.1, "agent": 84.0, "grade": 0.4},  # seconds
-      "config": {"provider": "openai_compatible", "request_timeout_ms": 60000}       # no secrets
+      "stop_reason": null,                    # what stopped it early: "q (quit)", "Ctrl+C (cancel confirmed)", "SIGTERM"…
+      "owner": {"pid": 4242, "start_time": 123456, "boot_id": "…", "host": "box"},  # the process running it
+      "caps_hit": [],
+      "capture": {"enabled": true, "where": "host", "level": "tokens", "trainable": true, …},
+      "prompt": "Find the sales region with the highest total revenue in 2024.…"
     }
 
 Every field but ``format`` and ``schema_version`` may be missing or null. Readers ignore
