@@ -48,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
         help="open the episode viewer on a trace (or a folder of traces)",
         description=(
             "Browse an OpenCode trace in a terminal timeline: every event, the findings, the stats and the "
-            "training wrapper's verdict. PATH is a trace file, or a folder whose traces are listed to pick from."
+            "training wrapper's verdict. PATH is a trace file, or a folder: the fleet table opens on it, one row per "
+            "episode (every trace below it); Enter opens one."
         ),
     )
     replay.add_argument("path", metavar="PATH", help="a trace file (.jsonl), or a directory of traces")
