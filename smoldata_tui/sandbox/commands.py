@@ -16,9 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from smoldata_tui.sandbox.processes import end_tree, exit_code, kill_descendants, signal_pidfd
-from smoldata_tui.sandbox.protocol import TIMEOUT_EXIT_CODE, ExecResult
+from smoldata_tui.sandbox.protocol import MAX_CAPTURE, TIMEOUT_EXIT_CODE, ExecResult
 
-MAX_CAPTURE = 32 << 20  # bytes kept per stream; the rest is read and dropped (counted)
 # After the command exits, how long its output pipes may stay open (held by a background child it
 # left running) before we stop reading: exec returns when the command ends, like a container's exec.
 _DRAIN_S = 0.1

@@ -26,6 +26,14 @@ class NamespacesUnavailable(SandboxError):
     """bubblewrap exists but the kernel (or the container around us) refuses the namespaces it needs."""
 
 
+class FileTooLarge(SandboxError):
+    """A file the agent controls is past what the host reads whole (``READ_TEXT_LIMIT``)."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"{path} is {size} bytes, past the {limit >> 20} MiB this tool reads from a sandbox: not read")
+        self.path, self.size, self.limit = path, size, limit
+
+
 class SandboxClosed(SandboxError):
     """The sandbox was killed (explicitly, at its lifetime limit, or at interpreter exit)."""
 

@@ -33,10 +33,10 @@ from pathlib import Path
 
 from smoldata_tui.sandbox import bubblewrap, processes, registry
 from smoldata_tui.sandbox.commands import LocalBgJob, run_to_completion
-from smoldata_tui.sandbox.errors import SandboxClosed, SandboxError
+from smoldata_tui.sandbox.errors import FileTooLarge, SandboxClosed, SandboxError
 from smoldata_tui.sandbox.host_files import HostFiles
 from smoldata_tui.sandbox.layout import HOME, Layout, materialize, plan_layout, remove_tree
-from smoldata_tui.sandbox.protocol import ExecResult
+from smoldata_tui.sandbox.protocol import READ_TEXT_LIMIT, ExecResult
 
 KEEPER_SCRIPT = 'trap "" HUP INT QUIT TERM; while read -r _; do :; done'
 _JOIN_ATTEMPTS = 3
@@ -305,8 +305,12 @@ class LocalSandbox:
 
     def read_text(self, path: str) -> str:
         """Strict UTF-8, like ``bytes.decode()``: invalid bytes raise UnicodeDecodeError (a
-        ValueError), which is what the trace engine assumes the environment's backend does."""
-        return self.read_bytes(path).decode("utf-8")
+        ValueError), which is what the trace engine assumes the environment's backend does.
+        Past :data:`READ_TEXT_LIMIT` bytes, :class:`FileTooLarge` (and at most that much read)."""
+        data = self.read_bytes(path, 0, READ_TEXT_LIMIT + 1)
+        if len(data) > READ_TEXT_LIMIT:
+            raise FileTooLarge(path, self.size(path) or len(data), READ_TEXT_LIMIT)
+        return data.decode("utf-8")
 
     def exists(self, path: str) -> bool:
         self._require_alive()

@@ -1,15 +1,17 @@
 """The sandbox protocol, with the exact shapes of opencode_env's ``opencode_env.sandbox.base``, so its
-``OpenCodeSessionFactory`` can drive our backends and we can drive its backends (E2B, Hugging Face).
+``OpenCodeSessionFactory`` can drive our backends and we can drive its backends (E2B).
 
 Behaviour every backend follows (what the opencode_env harness relies on):
 
 - ``exec`` runs ``cmd`` with bash and returns an :class:`ExecResult`; a failing command is a non-zero
   ``exit_code``, never an exception. A command that outlives ``timeout`` is killed and returns
-  ``exit_code=124`` (the ``timeout(1)`` convention opencode_env's Hugging Face backend uses), with the
-  output it wrote until then. ``timeout=None`` waits forever.
+  ``exit_code=124`` (the ``timeout(1)`` convention), with the output it wrote until then. ``timeout=None`` waits forever.
 - ``BgJob.wait(timeout)`` returns the exit code, or raises the builtin :class:`TimeoutError` when the
   timeout elapses; the job keeps running (the harness kills it separately).
 - ``write_text`` creates missing parent directories.
+- ``read_text`` reads at most :data:`READ_TEXT_LIMIT` bytes onto the host and raises
+  :class:`~smoldata_tui.sandbox.errors.FileTooLarge` past it: the agent writes these files (its log,
+  opencode_env's proxy trace), and a sparse file of any size costs it nothing.
 
 Our extensions live in the separate :class:`FileTransfer` protocol, so code that needs them checks
 ``isinstance(handle, FileTransfer)`` and keeps working (more slowly) with backends that lack them.
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 TIMEOUT_EXIT_CODE = 124
+READ_TEXT_LIMIT = 64 << 20  # the most a whole-file read brings onto the host
+MAX_CAPTURE = 32 << 20  # of a command's stdout or stderr, what exec keeps; the rest is dropped
 
 
 @dataclass

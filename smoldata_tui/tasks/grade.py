@@ -70,7 +70,11 @@ def read_answer(sandbox: Any, limit: int = MAX_ANSWER_BYTES) -> str:
     if not sandbox.exists(SANDBOX_ANSWER_PATH):
         return ""
     if not callable(getattr(sandbox, "read_bytes", None)):  # a handle with the protocol's read_text only
-        return sandbox.read_text(SANDBOX_ANSWER_PATH)
+        text = sandbox.read_text(SANDBOX_ANSWER_PATH)  # its backend decides how much it reads
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            raise AnswerTooLarge(size)
+        return text
     size = sandbox.size(SANDBOX_ANSWER_PATH)
     if size is None:
         return ""

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from smoldata_tui.sandbox.errors import FileTooLarge
 from smoldata_tui.training import capture_policy as policy
 from smoldata_tui.training.capture import CaptureRecord, level_line, prefetch
 from smoldata_tui.training.capture_policy import TRAINING_OUTPUT_CAP, CaptureFailed
@@ -206,15 +207,12 @@ class SandboxCapture:
 
     def _download(self, name: str, limit: int) -> bytes | None:
         """A file of the runner's folder, refused past ``limit`` bytes; None when it is absent."""
-        size = self._sandbox.size(self._path(name))
-        if size is None:
+        try:
+            return self._sandbox.download(self._path(name), limit)
+        except FileNotFoundError:
             return None
-        if size > limit:
-            raise CaptureFailed(f"the sandbox's {name} is {size} bytes, past the {limit >> 20} MB cap: not downloaded")
-        data = self._sandbox.download(self._path(name))
-        if len(data) > limit:
-            raise CaptureFailed(f"the sandbox's {name} grew past the {limit >> 20} MB cap while downloaded")
-        return data
+        except FileTooLarge as exc:
+            raise CaptureFailed(f"the sandbox's {name} is {exc.size} bytes, past the {limit >> 20} MB cap: not downloaded") from None
 
     def _save_requests(self) -> None:
         """``run.requests.jsonl`` on the host: the runner's summaries, each line a JSON object, scrubbed."""

@@ -20,14 +20,15 @@ from smoldata_tui.sandbox.daytona import shell
 from smoldata_tui.sandbox.daytona.bridge import Cancelled, LoopThread
 from smoldata_tui.sandbox.daytona.retry import is_ambiguous, retrying, transient_reason
 from smoldata_tui.sandbox.daytona.settings import DaytonaSettings
-from smoldata_tui.sandbox.errors import SandboxClosed, SandboxError
-from smoldata_tui.sandbox.protocol import TIMEOUT_EXIT_CODE, ExecResult
+from smoldata_tui.sandbox.errors import FileTooLarge, SandboxClosed, SandboxError
+from smoldata_tui.sandbox.protocol import MAX_CAPTURE, READ_TEXT_LIMIT, TIMEOUT_EXIT_CODE, ExecResult
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
 GOOD_STATES = frozenset({"started", "starting"})
 WAIT_STEP_S = 0.25
 MAX_APPENDED = 4 << 20
+READ_PIECE = 16 << 20  # its base64 fits the MAX_CAPTURE exec keeps
 KILLED_EXIT_CODE = 128 + 9
 
 
@@ -133,8 +134,9 @@ class DaytonaSandbox:
             raise
         parsed = script.parse(reply.result or "")
         if parsed is None:  # the wrapper itself did not run (no bash in the image?)
-            return ExecResult(reply.exit_code if reply.exit_code is not None else 1, "", reply.result or "")
+            return ExecResult(reply.exit_code if reply.exit_code is not None else 1, "", (reply.result or "")[:MAX_CAPTURE])
         code, stdout, stderr = parsed
+        stdout, stderr = stdout[:MAX_CAPTURE], stderr[:MAX_CAPTURE]  # as the local backend keeps them
         if timeout is not None and code == KILLED_EXIT_CODE and time.monotonic() - started >= timeout:
             code = TIMEOUT_EXIT_CODE  # it ignored timeout(1)'s TERM and got its KILL: still a timeout
         return ExecResult(code, stdout, stderr)
@@ -175,7 +177,18 @@ class DaytonaSandbox:
     def read_text(self, path: str) -> str:
         return self.download(path).decode("utf-8", "replace")
 
-    def download(self, path: str) -> bytes:
+    def download(self, path: str, limit: int = READ_TEXT_LIMIT) -> bytes:
+        """The whole file; :class:`FileTooLarge` past ``limit`` bytes. The size is asked first, so a
+        big file never crosses the network; one that grows meanwhile is refused once received."""
+        size = self.size(path)
+        if size is not None and size > limit:
+            raise FileTooLarge(path, size, limit)
+        data = self._download(path)
+        if len(data) > limit:
+            raise FileTooLarge(path, len(data), limit)
+        return data
+
+    def _download(self, path: str) -> bytes:
         from daytona import DaytonaNotFoundError
 
         try:
@@ -199,10 +212,33 @@ class DaytonaSandbox:
         return self._exec(shell.exists(path), timeout=60).stdout.strip() == "yes"
 
     def read_bytes(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
-        result = self._exec(shell.read_range(path, offset, limit), timeout=120)
+        """At most ``limit`` bytes from ``offset`` on; without a limit, the rest of the file, or
+        :class:`FileTooLarge` past :data:`READ_TEXT_LIMIT`. Read in pieces that fit one exec reply."""
+        if limit is None:
+            size = self.size(path)
+            if size is None:
+                raise FileNotFoundError(f"{path}: no such file in Daytona sandbox {self.sandbox_id}")
+            limit = max(0, size - offset)
+            if limit > READ_TEXT_LIMIT:
+                raise FileTooLarge(path, size, READ_TEXT_LIMIT)
+        pieces, left = [], limit
+        while True:
+            wanted = min(left, READ_PIECE)
+            piece = self._read_range(path, offset, wanted)
+            pieces.append(piece)
+            offset, left = offset + len(piece), left - len(piece)
+            if len(piece) < wanted or left <= 0:
+                return b"".join(pieces)
+
+    def _read_range(self, path: str, offset: int, wanted: int) -> bytes:
+        result = self._exec(shell.read_range(path, offset, wanted), timeout=120)
         if result.exit_code == 3:
             raise FileNotFoundError(f"{path}: no such file in Daytona sandbox {self.sandbox_id}")
-        return base64.b64decode(self._check(result, f"reading {path}").stdout.strip())
+        encoded = self._check(result, f"reading {path}").stdout.strip()
+        data = base64.b64decode(encoded)
+        if len(data) > wanted:  # the agent may have replaced head(1)
+            raise SandboxError(f"reading {path}: the sandbox sent {len(data)} bytes where at most {wanted} were asked for")
+        return data
 
     def size(self, path: str) -> int | None:
         text = self._exec(shell.file_size(path), timeout=60).stdout.strip()
@@ -228,6 +264,8 @@ class DaytonaSandbox:
             self._raise_if_lost(problem)
             raise problem
         size, data = parsed
+        if len(data) > limit:  # the agent may have replaced head(1)
+            raise SandboxError(f"the sandbox sent {len(data)} bytes of {path} where at most {limit} were asked for")
         if size < offset and (size >= 0 or offset > 0):
             raise SandboxError(f"{path} shrank from at least {offset} to {max(size, 0)} bytes: the log cannot be followed")
         self.log_bytes += len(data)
