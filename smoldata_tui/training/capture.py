@@ -137,7 +137,8 @@ class ModelCapture:
         self.record.update(capture_policy.probe(validate_llm, self.llm_url, self.model, self._api_key))
         self._server, self.port = capture_policy.serve(
             runner, llm_url=self.llm_url, model=self.model, api_key=self._api_key, level=self.record.level,
-            admin_key=self._admin_key, on_request=self.requests.add, max_output_tokens=self.record.max_output_tokens)
+            admin_key=self._admin_key, on_request=self.requests.add, max_output_tokens=self.record.max_output_tokens,
+            host=self.sandbox_host)  # the sandbox shares this host's loopback: nobody else may use the key behind it
         self.record.port = self.port
         self.session_id = capture_policy.mint_session(self.port, self._admin_key)
         say(level_line(self.record))

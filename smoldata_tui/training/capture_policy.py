@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 TRAINING_OUTPUT_CAP = 4096  # the environment's OpenCodeConfig.proxy_max_tokens_cap
+MAX_REQUEST_BYTES = 32 << 20  # a chat request the proxy accepts (a 128k-token context is a few MB of JSON)
 NOT_TRAINABLE = "not trainable: the endpoint returns no token ids"
 MODULES = (
     "openenv.core.harness.capture.runner",
@@ -139,13 +140,17 @@ class ThinkingOff:
         if scope.get("type") != "http" or scope.get("method") != "POST" or not scope.get("path", "").endswith("/chat/completions"):
             await self.app(scope, receive, send)
             return
-        chunks, more = [], True
+        chunks, more, size = [], True, 0
         while more:
             message = await receive()
             if message.get("type") != "http.request":
                 await self.app(scope, _once(message, receive), send)
                 return
             chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > MAX_REQUEST_BYTES:  # the agent's side sends this: it is never held whole
+                await _refuse(send, 413, f"request body over {MAX_REQUEST_BYTES >> 20} MiB")
+                return
             more = message.get("more_body", False)
         body = b"".join(chunks)
         try:
@@ -159,6 +164,13 @@ class ThinkingOff:
         headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
         await self.app({**scope, "headers": headers}, _once({"type": "http.request", "body": body, "more_body": False}, receive), send)
+
+
+async def _refuse(send, status: int, reason: str) -> None:
+    body = json.dumps({"error": {"message": reason, "type": "invalid_request_error"}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _once(first: dict, receive):
