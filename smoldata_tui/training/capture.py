@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smoldata_tui.session.credentials import redact_text
 from smoldata_tui.training import capture_policy
 from smoldata_tui.training.capture_policy import NOT_TRAINABLE, TRAINING_OUTPUT_CAP, CaptureFailed
 from smoldata_tui.training.requests import RequestLog
@@ -118,8 +119,8 @@ class ModelCapture:
         self.session_id: str | None = None
         self.port: int | None = None
 
-    def __repr__(self) -> str:  # never the keys
-        return f"ModelCapture({self.llm_url!r}, {self.model!r}, level={self.record.level!r})"
+    def __repr__(self) -> str:  # never the keys, nor a password in the URL
+        return f"ModelCapture({redact_text(self.llm_url)!r}, {self.model!r}, level={self.record.level!r})"
 
     @property
     def base_url(self) -> str:

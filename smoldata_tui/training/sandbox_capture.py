@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from smoldata_tui.sandbox.errors import FileTooLarge
+from smoldata_tui.session.credentials import redact_text
 from smoldata_tui.training import capture_policy as policy
 from smoldata_tui.training.capture import CaptureRecord, level_line, prefetch
 from smoldata_tui.training.capture_policy import TRAINING_OUTPUT_CAP, CaptureFailed
@@ -83,8 +84,8 @@ class SandboxCapture:
         self.request_count = 0
         prefetch()  # the host needs openenv's TrainingTrace at the end
 
-    def __repr__(self) -> str:  # never the keys
-        return f"SandboxCapture({self.llm_url!r}, {self.model!r}, level={self.record.level!r})"
+    def __repr__(self) -> str:  # never the keys, nor a password in the URL
+        return f"SandboxCapture({redact_text(self.llm_url)!r}, {self.model!r}, level={self.record.level!r})"
 
     @property
     def base_url(self) -> str:
