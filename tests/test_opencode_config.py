@@ -20,7 +20,8 @@ KEY = "sk-live-0123456789abcdef"
 
 def test_environment_configuration_gives_opencode_envs_document_with_the_full_model_name():
     # The document opencode_env writes for the seed's OpenCodeConfig (model "Qwen/Qwen3.5-4B"),
-    # except that the model keeps its organisation prefix (opencode_env cuts it to "Qwen3.5-4B").
+    # except that the model keeps its organisation prefix (opencode_env cuts it to "Qwen3.5-4B"):
+    # without a proxy to put it back, OpenCode sends the name to the endpoint as written here.
     assert build_opencode_json(BASE_URL, KEY, "Qwen/Qwen3.5-4B") == {
         "$schema": "https://opencode.ai/config.json",
         "model": "intercepted/Qwen/Qwen3.5-4B",
@@ -35,6 +36,19 @@ def test_environment_configuration_gives_opencode_envs_document_with_the_full_mo
         "tools": {"webfetch": False, "question": False, "task": False},
         "permission": {"*": "allow"},
     }
+
+
+def test_behind_a_proxy_that_restores_the_name_the_model_id_is_opencode_envs():
+    # opencode_env keeps what follows the first "/"; its proxy (and openenv's CaptureServer) sends
+    # the whole name upstream. Nothing else changes.
+    proxied = build_opencode_json(BASE_URL, KEY, "Qwen/Qwen3.5-4B", proxy_restores_model=True)
+    assert proxied["model"] == "intercepted/Qwen3.5-4B"
+    assert proxied["provider"]["intercepted"].pop("models") == {"Qwen3.5-4B": {"name": "Intercepted Model"}}
+    whole = build_opencode_json(BASE_URL, KEY, "Qwen/Qwen3.5-4B")
+    del whole["model"], whole["provider"]["intercepted"]["models"], proxied["model"]
+    assert proxied == whole
+    assert build_opencode_json(BASE_URL, KEY, "org/team/m", proxy_restores_model=True)["model"] == "intercepted/team/m"
+    assert build_opencode_json(BASE_URL, KEY, "replay", proxy_restores_model=True)["model"] == "intercepted/replay"
 
 
 def test_options_follow_opencode_envs_rules():

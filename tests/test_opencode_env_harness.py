@@ -79,7 +79,7 @@ def test_opencode_env_drives_a_daytona_episode_with_its_proxy(tmp_path, local_da
 
 
 @needs_opencode_env
-def test_the_builtin_driver_writes_what_published_opencode_env_writes_except_pipefail():
+def test_the_builtin_driver_writes_what_published_opencode_env_writes_but_for_the_documented_differences():
     """What the README claims about opencode_env, checked against the installed opencode_env."""
     import inspect
 
@@ -91,12 +91,25 @@ def test_the_builtin_driver_writes_what_published_opencode_env_writes_except_pip
     from smoldata_tui.session.opencode_env_harness import environment_config
     from smoldata_tui.session.placement import HOME
 
-    config = environment_config(base_url="http://127.0.0.1:9/v1", api_key=SECRET, model="Qwen/Qwen3.5-4B",
-                                opencode_version="1.18.31", agent_timeout_s=60)  # fmt: skip
+    url, model = "http://127.0.0.1:9/v1", "Qwen/Qwen3.5-4B"
+    config = environment_config(base_url=url, api_key=SECRET, model=model, opencode_version="1.18.31",
+                                agent_timeout_s=60)  # fmt: skip
     assert isinstance(config, OpenCodeConfig)
-    # opencode.json: the same text. The agent command: opencode_env's, after "set -o pipefail && "
-    # (so the agent's exit status is OpenCode's, not tee's).
-    assert opencode_json_text(ours("http://127.0.0.1:9/v1", SECRET, "Qwen/Qwen3.5-4B")) == build_opencode_json(config)
+    theirs = build_opencode_json(config)
+    # opencode_env's model id is the name after its first "/" (OpenCode sends that, and puts it in the
+    # system prompt); its proxy puts the whole name back on every request, as openenv's CaptureServer
+    # does. Behind such a proxy, our opencode.json is opencode_env's text exactly.
+    assert '["--model-override", self._config.model]' in inspect.getsource(OpenCodeSessionFactory._start_proxy)
+    assert opencode_json_text(ours(url, SECRET, model, proxy_restores_model=True)) == theirs
+    # Talking to the endpoint itself (no proxy), the model id keeps its prefix, and nothing else differs.
+    whole = json.loads(theirs)
+    assert whole["model"] == "intercepted/Qwen3.5-4B"
+    assert whole["provider"]["intercepted"]["models"] == {"Qwen3.5-4B": {"name": "Intercepted Model"}}
+    whole["model"] = "intercepted/Qwen/Qwen3.5-4B"
+    whole["provider"]["intercepted"]["models"] = {"Qwen/Qwen3.5-4B": {"name": "Intercepted Model"}}
+    assert opencode_json_text(ours(url, SECRET, model)) == json.dumps(whole, indent=2)
+    # The agent command: opencode_env's, after "set -o pipefail && " (so the agent's exit status is
+    # OpenCode's, not tee's).
     assert agent_command(HOME) == "set -o pipefail && " + build_run_cmd(config)
     # Its install probe looks in /home/user whatever sandbox_home is, and the version pin is an
     # environment variable of curl, not of the installer that bash runs.

@@ -77,20 +77,31 @@ def build_opencode_json(
     disabled_tools: Iterable[str] = DISABLED_TOOLS,
     enabled_tools: Iterable[str] | None = None,
     extra: Mapping[str, Any] | None = EXTRA_OPENCODE_JSON,
+    proxy_restores_model: bool = False,
 ) -> dict[str, Any]:
     """The ``opencode.json`` opencode_env writes for this endpoint, as a dict.
 
-    ``model`` is the endpoint's model name as given, organisation prefix included
-    (``Qwen/Qwen3.5-4B``): OpenCode splits ``intercepted/Qwen/Qwen3.5-4B`` at the first ``/`` and
-    sends ``Qwen/Qwen3.5-4B``. (opencode_env keeps only what follows the first ``/``, so the name
-    reaching the endpoint lost its prefix; its capture proxy rewrites it back, ours is given it
-    whole.) ``extra`` is deep-merged last, so it can override
-    anything. With ``enabled_tools`` the tools map lists those as ``true`` and ignores
-    ``disabled_tools`` (opencode_env's rule).
+    ``model`` is the endpoint's model name, organisation prefix included (``Qwen/Qwen3.5-4B``).
+
+    With ``proxy_restores_model`` (OpenCode talks to a proxy that sets every request's ``model``
+    to the endpoint's name, as opencode_env's logging proxy does with ``--model-override`` and
+    openenv's ``CaptureServer`` does with its ``model``) the document is opencode_env's exactly:
+    the model id is what follows the first ``/`` (``intercepted/Qwen3.5-4B``). That id is more
+    than what OpenCode sends: OpenCode writes it into the system prompt ("You are powered by the
+    model named Qwen3.5-4B. The exact model ID is intercepted/Qwen3.5-4B"), so any other spelling
+    changes the prompt the model sees in training.
+
+    Without it (OpenCode talks to the endpoint itself) the model id is the name whole
+    (``intercepted/Qwen/Qwen3.5-4B``, sent as ``Qwen/Qwen3.5-4B``), because an endpoint serving
+    ``Qwen/Qwen3.5-4B`` answers 404 to ``Qwen3.5-4B``. That id, in this file and in the system
+    prompt, is then the one difference from opencode_env's document.
+
+    ``extra`` is deep-merged last, so it can override anything. With ``enabled_tools`` the tools
+    map lists those as ``true`` and ignores ``disabled_tools`` (opencode_env's rule).
     """
     if provider not in PROVIDER_PACKAGES:
         raise ValueError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDER_PACKAGES)}")
-    model_id = model
+    model_id = model.split("/", 1)[-1] if proxy_restores_model else model
     doc: dict[str, Any] = {
         "$schema": "https://opencode.ai/config.json",
         "model": f"{PROVIDER_NAME}/{model_id}",
