@@ -49,14 +49,14 @@ class _Quiet:
 class WholeFileFollower(log_follower.LogFollower):
     """The baseline: every poll downloads the whole log and keeps what is new."""
 
-    def _read_new(self, wait_s: float) -> bytes:
+    def _read_new(self, wait_s: float, wanted: int) -> bytes:
         if wait_s:
             time.sleep(wait_s)  # the same schedule as the long poll when idle
         try:
             data = self._sandbox.download(self._remote)
         except FileNotFoundError:
             return b""
-        return data[self.offset :]
+        return data[self.offset : self.offset + wanted]
 
 
 def run(server: LocalDaytona, record: Path, folder: Path, follower_class) -> tuple:

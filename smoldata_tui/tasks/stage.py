@@ -32,7 +32,7 @@ STAGING_DIR = "/tmp/smoldata-stage"  # pull_bucket.py's scratch folder; also hol
 DEFAULT_PULL_TIMEOUT_S = 600.0  # a real bucket download can be slow
 COMMAND_TIMEOUT_S = 120.0
 OUTPUT_TAIL_CHARS = 1500
-TIMEOUT_EXIT = 124  # what `timeout` and the HF backend report for a command that ran out of time
+TIMEOUT_EXIT = 124  # what `timeout(1)` reports for a command that ran out of time
 
 Progress = Callable[[str], None]
 

@@ -87,7 +87,7 @@ def document_problems(document: Any) -> tuple[list[CaptureProblem], bool]:
 
 def training_findings(trace_path: str | os.PathLike[str]) -> list[Finding]:
     """``check``'s findings for the ``run.training.json`` beside ``trace_path`` ([] without one):
-    kind ``capture_validation``, severity from openenv's level (FATAL error, WARN warning)."""
+    kind ``capture_validation``, severity from openenv's level (FATAL error, WARN warning, INFO info)."""
     # a string, not training_path_for's Path: check asks this of every trace in a fleet
     path = sibling_path(trace_path, TRAINING_SUFFIX)
     read = read_training_document(path)
