@@ -82,6 +82,9 @@ def assert_trainable_episode(result, server: ReplayServer, expected_calls: int |
         assert turn.loss_mask == [0] * len(turn.prompt_token_ids) + [1] * len(turn.completion_token_ids)
         assert turn.metadata["native_tool_calls"] == seed.calls
         assert turn.metadata["model"] == MODEL and turn.request["tools"]
+    # The system prompt names the model as training's does (opencode_env's "intercepted/<name after />").
+    prompt = json.dumps(trace.turns[0].request["messages"])
+    assert f"model named {MODEL.split('/', 1)[1]}. The exact model ID is intercepted/{MODEL.split('/', 1)[1]}" in prompt
     loaded = load_training_trace(run_dir / "run.training.json")
     assert loaded is not None and loaded.problems == [] and len(loaded.turns) == len(trace.turns)
     metadata = json.loads(result.metadata_path.read_text())
@@ -90,7 +93,7 @@ def assert_trainable_episode(result, server: ReplayServer, expected_calls: int |
     assert metadata["sandbox"]["opencode_version"] == "1.18.31"
     # OpenCode was given the capture proxy and a session id, never the endpoint or its key.
     provider = metadata["config"]["provider"]["intercepted"]["options"]
-    assert provider["baseURL"] != server.base_url and metadata["config"]["model"] == f"intercepted/{MODEL}"
+    assert provider["baseURL"] != server.base_url and metadata["config"]["model"] == f"intercepted/{MODEL.split('/', 1)[1]}"
     for path in run_dir.iterdir():
         assert SECRET not in path.read_text(errors="replace"), path
     return metadata

@@ -278,7 +278,8 @@ class Episode:
             self._capture = start_capture(endpoint, result.trace_path, say)
             require_reachable(self._sandbox, self._capture)
         self._scrubber = SecretScrubber([*endpoint.secrets, self._capture.session_id])
-        self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model)
+        self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model,
+                                                  proxy_restores_model=True)  # openenv's CaptureServer restores the name
         result.metadata.config = redacted(self._opencode_json)
         result.metadata.capture = self._capture.record.to_json()
         self.capture_level = self._capture.record.level
