@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from smoldata_tui.sandbox.errors import FileTooLarge
 from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the screens import them from here
     BACKENDS,
     CAPTURE_STAGE,
@@ -370,6 +371,10 @@ class Episode:
         """opencode_env's per-turn proxy records, beside the trace (secrets masked)."""
         try:
             records = self._session.fetch_proxy_trace()
+        except FileTooLarge as exc:  # the agent can write that file
+            result.metadata.caps_hit.append({"cap": "proxy_trace", "limit": exc.limit, "seen": exc.size})
+            say(f"proxy trace not saved: {exc}")
+            return
         except Exception as exc:  # noqa: BLE001 - the episode stands without it
             say(f"proxy trace unreadable: {type(exc).__name__}: {exc}")
             return
