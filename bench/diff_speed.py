@@ -34,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from smoldata_tui.diff import diff_calls, diff_paths, load_episode  # noqa: E402
 from smoldata_tui.diff.align import align  # noqa: E402
 from smoldata_tui.diff.compare import _intern  # noqa: E402
-from smoldata_tui.trace.build import TraceBuilder, dumps_event  # noqa: E402
+from smoldata_tui.trace.build import TraceBuilder  # noqa: E402
 from smoldata_tui.trace.build_episode import realistic_episode  # noqa: E402
+from smoldata_tui.trace.build_json import dumps_event  # noqa: E402
 from smoldata_tui.trace.seed_rule import seed_outcome  # noqa: E402
 
 CHANGED, INSERTED, REMOVED = 3, 3, 2

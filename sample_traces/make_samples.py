@@ -24,7 +24,8 @@ HERE = Path(__file__).resolve().parent
 # Run from a checkout whether or not the package is installed.
 sys.path.insert(0, str(HERE.parent))
 
-from smoldata_tui.trace.build import ABSENT, TraceBuilder, dumps_event  # noqa: E402
+from smoldata_tui.trace.build import ABSENT, TraceBuilder  # noqa: E402
+from smoldata_tui.trace.build_json import dumps_event  # noqa: E402
 from smoldata_tui.trace.seed_rule import SeedOutcome, seed_outcome  # noqa: E402
 
 README = HERE / "README.md"

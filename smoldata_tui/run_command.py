@@ -30,8 +30,9 @@ from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.tasks import TaskError, default_task_root, load_task
 from smoldata_tui.trace import TraceAnalysis
+from smoldata_tui.trace.number_format import format_offset
 from smoldata_tui.trace.reader import HUGE_LINE_BYTES, HUGE_PREFIX_BYTES
-from smoldata_tui.trace.summary import format_offset, summarize_line
+from smoldata_tui.trace.summary import summarize_line
 from smoldata_tui.trace.text import clip
 
 

@@ -45,7 +45,7 @@ def episode(path: Path, commands, *, session="ses_4892557ffffeJq7Vd2KxP9mTnR", s
 
 
 def _dump(event: dict) -> bytes:
-    from smoldata_tui.trace.build import dumps_event
+    from smoldata_tui.trace.build_json import dumps_event
 
     return dumps_event(event)
 

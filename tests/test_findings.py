@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from smoldata_tui.trace import Severity, TraceAnalysis, analyze_bytes
-from smoldata_tui.trace.build import ABSENT, TraceBuilder, dumps_event
+from smoldata_tui.trace.build import ABSENT, TraceBuilder
+from smoldata_tui.trace.build_json import dumps_event
 
 
 def one_step(builder: TraceBuilder, *calls: dict) -> None:

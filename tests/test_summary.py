@@ -1,4 +1,5 @@
-"""trace/summary.py: the one-line row text and the detail sections of each event shape."""
+"""The one-line row text (trace/summary.py) and the detail sections (trace/event_detail.py) of
+each event shape."""
 
 from __future__ import annotations
 
@@ -8,17 +9,11 @@ import pytest
 from smoldata_tui.trace import analyze_path
 from smoldata_tui.trace.analysis import MALFORMED, NOT_AN_OBJECT
 from smoldata_tui.trace.build import ABSENT, TraceBuilder
+from smoldata_tui.trace.event_detail import detail_sections
+from smoldata_tui.trace.finding_labels import finding_badge
 from smoldata_tui.trace.findings import Finding, Severity
-from smoldata_tui.trace.summary import (
-    UNFINISHED,
-    detail_sections,
-    finding_badge,
-    format_duration,
-    format_offset,
-    parse_line,
-    summarize,
-    summarize_line,
-)
+from smoldata_tui.trace.number_format import format_duration, format_offset
+from smoldata_tui.trace.summary import UNFINISHED, parse_line, summarize, summarize_line
 
 from .conftest import SAMPLES
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from smoldata_tui.diff.calls import Call, CallReader, call_input
 from smoldata_tui.diff.compare import EpisodeDiff, Pair
 from smoldata_tui.diff.normalize import OUTPUT_RULES, SANDBOX_RULES, normalize_text
-from smoldata_tui.trace.summary import pretty_json
+from smoldata_tui.trace.event_detail import pretty_json
 
 LINE_LIMIT = 4000
 UNREADABLE = "(the call could not be read back from its trace)"

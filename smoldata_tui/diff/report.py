@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from smoldata_tui.diff.calls import EpisodeCalls
 from smoldata_tui.diff.compare import EpisodeDiff
-from smoldata_tui.trace.summary import infer_status
+from smoldata_tui.trace.finding_labels import infer_status
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,17 +32,22 @@ No I/O and no Textual here: only the standard library and orjson.
 from __future__ import annotations
 
 import hashlib
-import random
-import string
 from typing import Any
 
 import orjson
+
+from smoldata_tui.trace.build_ids import IdMaker
+from smoldata_tui.trace.build_json import dumps_event, js_number
+from smoldata_tui.trace.build_tool_state import (
+    bash_metadata_output,
+    describe_command,
+    tool_state,
+)
 
 __all__ = [
     "ABSENT",
     "AUTO",
     "TraceBuilder",
-    "dumps_event",
 ]
 
 
@@ -63,36 +68,9 @@ AUTO: Any = _Sentinel("AUTO")
 #: Leave the key out of the event entirely (as opposed to ``None``, which writes ``null``).
 ABSENT: Any = _Sentinel("ABSENT")
 
-_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
-_ID_MASK = (1 << 48) - 1  # OpenCode keeps the low 6 bytes of ms * 0x1000 + counter
-_RANDOM_ID_CHARS = 14  # OpenCode ids are 26 characters after the prefix: 12 hex + 14 base-62
-_CALL_ID_CHARS = 24
-
-# OpenCode's bash tool keeps at most this many characters of output in metadata.output.
-_BASH_METADATA_OUTPUT_LIMIT = 30_000
 # A rough stand-in for the system prompt and tool schemas the model sees on every step.
 _SYSTEM_PROMPT_TOKENS = 9_000
 _CHARS_PER_TOKEN = 4
-
-_APPEND_NEWLINE = orjson.OPT_APPEND_NEWLINE
-
-
-def dumps_event(event: dict) -> bytes:
-    """Encode one event as OpenCode writes it: ``JSON.stringify(event) + "\\n"``.
-
-    Compact separators, UTF-8, non-ASCII kept raw (U+2028/U+2029/U+0085 included, exactly as
-    ``JSON.stringify`` leaves them). One known difference from JavaScript remains for events
-    given to ``raw``/``event``: an integral float such as ``5.0`` is written ``5.0`` where
-    JavaScript writes ``5``; the builder's own methods never produce such floats.
-    """
-    return orjson.dumps(event, option=_APPEND_NEWLINE)
-
-
-def _js_number(value: float | int) -> float | int:
-    """Return ``value`` so that it serialises as ``JSON.stringify`` would (``0.0`` → ``0``)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 class TraceBuilder:
@@ -110,8 +88,7 @@ class TraceBuilder:
         self.events: list[dict] = []
 
         # Seeded by the session id so two sessions in one file get different call ids.
-        self._rng = random.Random(session_id)
-        self._last_id_value = -1
+        self._ids = IdMaker(session_id)
         self._message_id: str | None = None  # the open step's message, if any
         self._model_time_pending = False  # the open step has not yet "generated" anything
         self._steps_started = 0
@@ -122,22 +99,9 @@ class TraceBuilder:
 
     # ------------------------------------------------------------------ ids and time
 
-    def _ascending_id(self, prefix: str) -> str:
-        # Same layout as OpenCode's Identifier.ascending, but the counter never resets, so ids
-        # stay strictly increasing even when many are made within one fake millisecond.
-        value = max(self.clock_ms * 0x1000, self._last_id_value + 1)
-        if self._last_id_value >= 0 and (value & _ID_MASK) < (self._last_id_value & _ID_MASK):
-            raise ValueError(
-                "the 48-bit id space wrapped around; ids would no longer sort in creation "
-                "order: choose another start_ms"
-            )
-        self._last_id_value = value
-        tail = "".join(self._rng.choices(_BASE62, k=_RANDOM_ID_CHARS))
-        return f"{prefix}_{value & _ID_MASK:012x}{tail}"
-
     def new_call_id(self) -> str:
         """A fresh provider-style tool call id: ``call_`` + 24 base-62 characters."""
-        return "call_" + "".join(self._rng.choices(_BASE62, k=_CALL_ID_CHARS))
+        return self._ids.call_id()
 
     def _snapshot(self) -> str:
         # OpenCode records the git tree hash of the worktree; any stable 40-hex string will do.
@@ -148,7 +112,7 @@ class TraceBuilder:
         # A part added outside an open step gets a message of its own, as if that step's
         # step_start line had been lost. Tests use this for unmatched steps.
         if self._message_id is None:
-            self._message_id = self._ascending_id("msg")
+            self._message_id = self._ids.ascending("msg", self.clock_ms)
         return self._message_id
 
     def _spend_model_time(self) -> None:
@@ -173,7 +137,7 @@ class TraceBuilder:
     def _part_header(self, part_type: str) -> dict:
         message_id = self._current_message_id()  # first: a message is older than its parts
         return {
-            "id": self._ascending_id("prt"),
+            "id": self._ids.ascending("prt", self.clock_ms),
             "messageID": message_id,
             "sessionID": self.session_id,
             "type": part_type,
@@ -185,7 +149,7 @@ class TraceBuilder:
         """Open a new step (a new assistant message with a new ``msg_…`` id)."""
         self.clock_ms += 5
         self._steps_started += 1
-        self._message_id = self._ascending_id("msg")
+        self._message_id = self._ids.ascending("msg", self.clock_ms)
         self._model_time_pending = True
         self._step_generated_chars = 0
         self._step_tool_output_chars = 0
@@ -254,59 +218,12 @@ class TraceBuilder:
         elif call_id is not ABSENT:
             part["callID"] = call_id
         if state is AUTO:
-            part["state"] = self._tool_state(
-                tool, input, output, status, error, title, metadata, started
+            part["state"] = tool_state(
+                tool, input, output, status, error, title, metadata, started, self.clock_ms
             )
         elif state is not ABSENT:
             part["state"] = state
         return self._append_part("tool_use", part)
-
-    def _tool_state(
-        self,
-        tool: str,
-        input: dict,  # noqa: A002
-        output: str,
-        status: str,
-        error: str | None,
-        title: str | None,
-        metadata: dict | None,
-        started: int,
-    ) -> dict:
-        if status == "completed":
-            if metadata is None:
-                metadata = _default_metadata(tool, input, output)
-            return {
-                "status": "completed",
-                "input": input,
-                "output": output,
-                "title": _default_title(tool, input) if title is None else title,
-                "metadata": metadata,
-                "time": {"start": started, "end": self.clock_ms},
-            }
-        if status == "error":
-            return {
-                "status": "error",
-                "input": input,
-                "error": "Tool execution failed" if error is None else error,
-                "time": {"start": started, "end": self.clock_ms},
-            }
-        if status == "running":
-            # What `opencode export` shows for a call that was still running when the agent
-            # was killed: no output yet, only the partial output in metadata, no end time.
-            partial = {"output": output}
-            if tool == "bash":
-                partial["description"] = input.get("description", "")
-            return {
-                "status": "running",
-                "input": input,
-                "title": _default_title(tool, input) if title is None else title,
-                "metadata": partial if metadata is None else metadata,
-                "time": {"start": started},
-            }
-        if status == "pending":
-            return {"status": "pending", "input": input, "raw": ""}
-        # Anything else is for tests of unknown statuses: keep it minimal.
-        return {"status": status, "input": input}
 
     def bash(
         self,
@@ -319,9 +236,9 @@ class TraceBuilder:
     ) -> dict:
         """A completed bash call. A non-zero exit is still ``completed``, with ``metadata.exit``."""
         if description is None:
-            description = _describe_command(command)
+            description = describe_command(command)
         metadata = {
-            "output": _bash_metadata_output(output),
+            "output": bash_metadata_output(output),
             "exit": exit_code,
             "description": description,
             "truncated": False,
@@ -383,7 +300,7 @@ class TraceBuilder:
             part["snapshot"] = self._snapshot()
         elif snapshot is not ABSENT:
             part["snapshot"] = snapshot
-        part["cost"] = _js_number(cost)
+        part["cost"] = js_number(cost)
         part["tokens"] = tokens
         event = self._append_part("step_finish", part)
 
@@ -424,7 +341,7 @@ class TraceBuilder:
 
     def dumps(self) -> bytes:
         """All events as JSON Lines, byte for byte as OpenCode writes them to stdout."""
-        return b"".join([orjson.dumps(event, option=_APPEND_NEWLINE) for event in self.events])
+        return b"".join([dumps_event(event) for event in self.events])
 
     def drain(self) -> bytes:
         """``dumps()`` then forget the events; ids, clock and accounting carry on.
@@ -434,44 +351,3 @@ class TraceBuilder:
         data = self.dumps()
         self.events.clear()
         return data
-
-
-# ---------------------------------------------------------------------- tool defaults
-
-
-def _default_title(tool: str, input: dict) -> str:  # noqa: A002
-    if tool == "invalid":
-        return "Invalid Tool"
-    if tool == "bash":
-        return input.get("description") or _describe_command(input.get("command", ""))
-    for key in ("filePath", "pattern", "path", "url"):
-        value = input.get(key)
-        if isinstance(value, str):
-            return value
-    return tool
-
-
-def _default_metadata(tool: str, input: dict, output: str) -> dict:  # noqa: A002
-    if tool == "bash":
-        return {
-            "output": _bash_metadata_output(output),
-            "exit": 0,
-            "description": input.get("description", ""),
-            "truncated": False,
-        }
-    if tool == "read":
-        return {"preview": "\n".join(output.split("\n", 21)[1:21]), "truncated": False}
-    if tool == "write":
-        return {"diagnostics": {}, "filepath": input.get("filePath", ""), "exists": False}
-    return {}
-
-
-def _bash_metadata_output(output: str) -> str:
-    if len(output) > _BASH_METADATA_OUTPUT_LIMIT:
-        return output[:_BASH_METADATA_OUTPUT_LIMIT] + "\n\n..."
-    return output
-
-
-def _describe_command(command: str) -> str:
-    first_line = command.strip().split("\n", 1)[0]
-    return "Run " + (first_line[:60] or "command")

@@ -1,12 +1,10 @@
-"""One event → what a person reads about it: a one-line title, a duration, detail sections.
+"""One event → its timeline row: a one-line title, a dimmer detail, a status, a duration.
 
 Pure functions over decoded JSON values (no I/O, no Textual). The timeline calls
-:func:`summarize_line` for the rows on screen only, and the detail pane calls
-:func:`detail_sections` for the selected event.
+:func:`summarize_line` for the rows on screen only; :func:`parse_line` decodes a line once for
+both the row and the detail pane (:mod:`smoldata_tui.trace.event_detail`).
 
-Titles are safe to show as they are (control characters neutralised, clipped to one
-line). Detail bodies are the full, untruncated strings of the event: the caller
-neutralises them line by line when it lays them out, because it also splits them.
+Titles are safe to show as they are (control characters neutralised, clipped to one line).
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import orjson
 
 from smoldata_tui.trace.analysis import MALFORMED, NOT_AN_OBJECT
 from smoldata_tui.trace.call_checks import bash_timeout_ms
-from smoldata_tui.trace.findings import Finding
+from smoldata_tui.trace.number_format import format_count
 from smoldata_tui.trace.parse import parse_exactly
 from smoldata_tui.trace.text import clip
 
@@ -36,15 +34,6 @@ class EventSummary:
     status: str | None = None  # completed / error / unfinished for calls, None otherwise
     duration_ms: float | None = None
     is_error: bool = False  # the event reports a failure (tool error, error event)
-
-
-@dataclass(frozen=True, slots=True)
-class DetailSection:
-    """One titled block of the detail pane. ``body`` is raw, untrusted text."""
-
-    title: str
-    body: str
-    style: str = "plain"  # plain / code / output / error / json / muted
 
 
 @dataclass(slots=True)
@@ -81,47 +70,17 @@ def parse_line(raw: bytes, piece: int = 0) -> Parsed:
     return Parsed(value=chosen.value, text=text)
 
 
-# --- numbers -------------------------------------------------------------------------------------
-def _number(value: object) -> float | None:
+# --- JSON values ---------------------------------------------------------------------------------
+def json_number(value: object) -> float | None:
+    """The value when it is a JSON number (``true`` and ``false`` are not), else None."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     return None
 
 
-def format_offset(ms: float | None) -> str:
-    """Time since the trace's first event: ``+12.345s``; blank when unknown."""
-    if ms is None:
-        return ""
-    sign = "-" if ms < 0 else "+"
-    seconds = abs(ms) / 1000
-    if seconds < 100:
-        return f"{sign}{seconds:.3f}s"
-    if seconds < 10_000:
-        return f"{sign}{seconds:.1f}s"
-    return f"{sign}{seconds:.0f}s"
-
-
-def format_duration(ms: float | None) -> str:
-    """A short duration: ``850ms``, ``12.3s``, ``4m05s``, ``2h03m``; blank when unknown."""
-    if ms is None or ms < 0:
-        return ""
-    if ms < 1000:
-        return f"{ms:.0f}ms"
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, seconds = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
-def format_count(value: float) -> str:
-    """``12,345`` for whole numbers, ``1.5`` otherwise."""
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.2f}"
+def nonempty_string(value: object) -> str | None:
+    """The value when it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 # --- one-line summaries --------------------------------------------------------------------------
@@ -132,10 +91,6 @@ def _first_line(text: str) -> str:
     return clip(first, TITLE_LIMIT)
 
 
-def _string(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 _INPUT_KEYS = ("command", "filePath", "path", "pattern", "url", "query", "description", "prompt")
 
 
@@ -143,12 +98,12 @@ def input_digest(tool: object, tool_input: object) -> str:
     """The one argument that says what a call did (the command, the path, the pattern ...)."""
     if not isinstance(tool_input, dict):
         return clip(repr(tool_input), TITLE_LIMIT) if tool_input is not None else ""
-    if tool == "bash" and _string(tool_input.get("command")):
+    if tool == "bash" and nonempty_string(tool_input.get("command")):
         return "$ " + _first_line(tool_input["command"])
     if tool == "invalid":
         return _first_line(str(tool_input.get("tool") or tool_input.get("error") or ""))
     for key in _INPUT_KEYS:
-        text = _string(tool_input.get(key))
+        text = nonempty_string(tool_input.get(key))
         if text:
             return _first_line(text)
     if not tool_input:
@@ -165,11 +120,11 @@ def _tool_summary(part: dict) -> EventSummary:
     raw_status = state.get("status")
     status = raw_status if raw_status in ("completed", "error") else UNFINISHED
     digest = input_digest(tool, state.get("input"))
-    title = _string(state.get("title"))
+    title = nonempty_string(state.get("title"))
     duration = None
     times = state.get("time")
     if isinstance(times, dict):
-        start, end = _number(times.get("start")), _number(times.get("end"))
+        start, end = json_number(times.get("start")), json_number(times.get("end"))
         if start is not None and end is not None and end >= start:
             duration = end - start
     if status == "error":
@@ -195,13 +150,13 @@ def _tokens_line(part: dict) -> str:
     pieces = []
     if isinstance(tokens, dict):
         for key, label in (("input", "in"), ("output", "out"), ("reasoning", "think")):
-            value = _number(tokens.get(key))
+            value = json_number(tokens.get(key))
             if value:
                 pieces.append(f"{label} {format_count(value)}")
         cache = tokens.get("cache")
-        if isinstance(cache, dict) and _number(cache.get("read")):
+        if isinstance(cache, dict) and json_number(cache.get("read")):
             pieces.append(f"cache {format_count(cache['read'])}")
-    cost = _number(part.get("cost"))
+    cost = json_number(part.get("cost"))
     if cost:
         pieces.append(f"${cost:.4f}")
     return " · ".join(pieces)
@@ -235,15 +190,15 @@ def summarize(value: object, kind: str, *, step_started_ms: float | None = None)
         duration = None
         times = part.get("time")
         if isinstance(times, dict):
-            start, end = _number(times.get("start")), _number(times.get("end"))
+            start, end = json_number(times.get("start")), json_number(times.get("end"))
             if start is not None and end is not None and end >= start:
                 duration = end - start
         return EventSummary(title=_first_line(text) if isinstance(text, str) else "", duration_ms=duration)
     if kind == "step_start":
         return EventSummary(title="")
     if kind == "step_finish":
-        reason = _string(part.get("reason")) or "?"
-        timestamp = _number(value.get("timestamp"))
+        reason = nonempty_string(part.get("reason")) or "?"
+        timestamp = json_number(value.get("timestamp"))
         duration = None
         if timestamp is not None and step_started_ms is not None and timestamp >= step_started_ms:
             duration = timestamp - step_started_ms
@@ -269,146 +224,3 @@ def summarize_parsed(parsed: Parsed, kind: str, *, step_started_ms: float | None
     if kind == NOT_AN_OBJECT:
         return EventSummary(title=clip(json.dumps(parsed.value, default=str), TITLE_LIMIT), is_error=True)
     return summarize(parsed.value, kind, step_started_ms=step_started_ms)
-
-
-# --- the detail pane -----------------------------------------------------------------------------
-def pretty_json(value: object) -> str:
-    """Indented JSON with non-ASCII kept (the caller neutralises control characters)."""
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (ValueError, RecursionError):
-        return repr(value)
-
-
-def _tool_sections(part: dict) -> list[DetailSection]:
-    sections = [DetailSection("Tool", f"{part.get('tool')}   callID {part.get('callID', '(absent)')}", "muted")]
-    state = part.get("state")
-    if not isinstance(state, dict):
-        sections.append(DetailSection("State", pretty_json(state) if "state" in part else "(no state key)", "error"))
-        return sections
-    tool_input = state.get("input")
-    if part.get("tool") == "bash" and isinstance(tool_input, dict) and isinstance(tool_input.get("command"), str):
-        if _string(tool_input.get("description")):
-            sections.append(DetailSection("Description", tool_input["description"], "muted"))
-        sections.append(DetailSection("Command", tool_input["command"], "code"))
-        rest = {key: val for key, val in tool_input.items() if key not in ("command", "description")}
-        if rest:
-            sections.append(DetailSection("Other input", pretty_json(rest), "json"))
-    elif "input" in state:
-        sections.append(DetailSection("Input", pretty_json(tool_input), "json"))
-    if "error" in state:
-        sections.append(DetailSection("Error", str(state.get("error")), "error"))
-    if "output" in state:
-        output = state.get("output")
-        sections.append(DetailSection("Output", output if isinstance(output, str) else pretty_json(output), "output"))
-    metadata = state.get("metadata")
-    if isinstance(metadata, dict) and metadata:
-        # metadata.output repeats the output (bash): show the short facts only.
-        facts = {key: val for key, val in metadata.items() if key != "output"}
-        if facts:
-            sections.append(DetailSection("Metadata", pretty_json(facts), "json"))
-        if "output" not in state and isinstance(metadata.get("output"), str):
-            sections.append(DetailSection("Partial output (metadata)", metadata["output"], "output"))
-    return sections
-
-
-def _step_finish_sections(part: dict) -> list[DetailSection]:
-    lines = [f"{'reason':<10}{part.get('reason')}"]
-    tokens = part.get("tokens")
-    if isinstance(tokens, dict):
-        for key in ("total", "input", "output", "reasoning"):
-            if key in tokens:
-                lines.append(f"{key:<10}{_fmt_any(tokens.get(key))}")
-        cache = tokens.get("cache")
-        if isinstance(cache, dict):
-            lines.append(f"{'cache':<10}read {_fmt_any(cache.get('read'))}  write {_fmt_any(cache.get('write'))}")
-    if "cost" in part:
-        cost = _number(part.get("cost"))
-        lines.append(f"{'cost':<10}" + (f"${cost:.6f}" if cost is not None else repr(part.get("cost"))))
-    return [DetailSection("Step finished", "\n".join(lines), "plain")]
-
-
-def _fmt_any(value: object) -> str:
-    number = _number(value)
-    return format_count(number) if number is not None else repr(value)
-
-
-def detail_sections(parsed: Parsed, kind: str) -> list[DetailSection]:
-    """Everything worth reading about one event, untruncated."""
-    if parsed.error is not None or kind == MALFORMED:
-        return [
-            DetailSection("Not JSON", parsed.error or "this line is not valid JSON", "error"),
-            DetailSection("Line", parsed.text, "output"),
-        ]
-    value = parsed.value
-    if not isinstance(value, dict):
-        return [DetailSection("Not an event object", pretty_json(value), "error")]
-    part = value.get("part")
-    if kind == "tool_use" and isinstance(part, dict):
-        return _tool_sections(part)
-    if kind in ("text", "reasoning") and isinstance(part, dict) and isinstance(part.get("text"), str):
-        return [DetailSection(kind.capitalize(), part["text"], "plain")]
-    if kind == "step_finish" and isinstance(part, dict):
-        return _step_finish_sections(part)
-    if kind == "error":
-        error = value.get("error")
-        return [
-            DetailSection("Error", error_text(error), "error"),
-            DetailSection("Payload", pretty_json(error), "json"),
-        ]
-    return [DetailSection("Event", pretty_json(value), "json")]
-
-
-# --- the episode as a whole ----------------------------------------------------------------------
-def infer_status(findings: list[Finding], *, ended: bool) -> str:
-    """running / finished / killed / error / empty, from the trace alone (no metadata file)."""
-    if not ended:
-        return "running"
-    kinds = {finding.kind for finding in findings}
-    if "empty_stream" in kinds:
-        return "empty"
-    if "error_event" in kinds:
-        return "error"
-    if "last_step_unfinished" in kinds or "no_step_finish" in kinds:
-        return "killed"
-    return "finished"
-
-
-# --- findings ------------------------------------------------------------------------------------
-_BADGES = {
-    "duplicate_call_id": "dup",
-    "missing_call_id": "no id",
-    "unfinished_call": "unfinished",
-    "wrapper_crash": "crash",
-    "wrapper_split": "split",
-    "undecodable": "bad utf-8",
-    "malformed_line": "not json",
-    "truncated_line": "truncated",
-    "not_an_object": "not object",
-    "bad_part": "bad part",
-    "tool_error": "tool error",
-    "invalid_tool": "invalid tool",
-    "nonzero_exit": "exit",
-    "time_backwards": "time back",
-    "multiple_sessions": "new session",
-    "unmatched_step": "unmatched",
-    "last_step_unfinished": "last step open",
-    "unknown_event_type": "unknown type",
-    "error_event": "error",
-    "bash_timeout": "timed out",
-    "finish_length": "cut off",
-    "empty_response": "empty answer",
-    "stream_dropped": "no finish reason",
-    "export_document": "export doc",
-}
-
-
-def finding_badge(finding: Finding) -> str:
-    """A short tag for the timeline row: ``dup→L12``, ``no id``, ``exit 1`` ..."""
-    label = _BADGES.get(finding.kind, finding.kind.replace("_", " "))
-    if finding.kind == "duplicate_call_id" and finding.related_line:
-        return f"{label}\u2192L{finding.related_line}"
-    if finding.kind == "nonzero_exit":
-        code = finding.message.rsplit(" ", 1)[-1]
-        return f"exit {clip(code, 6)}"
-    return label

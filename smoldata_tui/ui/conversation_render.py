@@ -22,7 +22,9 @@ from rich.text import Text
 
 from smoldata_tui.diff.detail import diff_line_kind
 from smoldata_tui.trace.call_checks import bash_timeout_ms
-from smoldata_tui.trace.summary import Parsed, error_text, format_duration, input_digest, pretty_json
+from smoldata_tui.trace.event_detail import pretty_json
+from smoldata_tui.trace.number_format import format_duration
+from smoldata_tui.trace.summary import Parsed, error_text, input_digest
 from smoldata_tui.ui.safe_text import safe_text
 
 FOLDED_LINES = 12  # a body longer than this shows its first lines and a count until expanded

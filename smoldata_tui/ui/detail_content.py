@@ -9,16 +9,9 @@ because a 10 MB output is 100,000 lines, and that many small objects cost real t
 from __future__ import annotations
 
 from smoldata_tui.trace import EventRecord, Finding
-from smoldata_tui.trace.summary import (
-    DetailSection,
-    Parsed,
-    detail_sections,
-    format_duration,
-    format_offset,
-    parse_line,
-    pretty_json,
-    summarize_parsed,
-)
+from smoldata_tui.trace.event_detail import DetailSection, detail_sections, pretty_json
+from smoldata_tui.trace.number_format import format_duration, format_offset
+from smoldata_tui.trace.summary import Parsed, parse_line, summarize_parsed
 from smoldata_tui.trace.text import byte_size, neutralize
 from smoldata_tui.ui.safe_text import safe_text
 

@@ -11,7 +11,7 @@ from textual.screen import Screen
 
 from smoldata_tui.diff import CHANGED, ONLY_A, ONLY_B, SAME, EpisodeDiff, SideFacts
 from smoldata_tui.diff.detail import PairDetail, diff_line_kind
-from smoldata_tui.trace.summary import format_duration
+from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.commands import EpisodeCommands
 from smoldata_tui.ui.keys import KeyHelp, key_catalogue

@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from smoldata_tui.session.metadata import EpisodeMetadata, parse_time
-from smoldata_tui.trace.summary import format_duration
+from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.theme_text import themed_content
 from smoldata_tui.ui.timeline_model import TimelineModel

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from smoldata_tui.session.metadata import EpisodeMetadata, effective_status
 from smoldata_tui.trace import Stats, Verdict
-from smoldata_tui.trace.summary import infer_status
+from smoldata_tui.trace.finding_labels import infer_status
 from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.screens.episode_live_rows import live_elapsed_ms
 from smoldata_tui.ui.timeline_model import TimelineModel

@@ -24,7 +24,7 @@ from textual.widgets import Button, DataTable, Footer, Log, Static
 from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec, stages_for
 from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.session.secret_scrub import SecretScrubber
-from smoldata_tui.trace.summary import format_duration
+from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 

@@ -9,7 +9,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from smoldata_tui.trace import Severity, Verdict
-from smoldata_tui.trace.summary import format_duration
+from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.theme_text import themed
 

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
 from smoldata_tui.trace import Stats
-from smoldata_tui.trace.summary import format_count, format_duration
+from smoldata_tui.trace.number_format import format_count, format_duration
 from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.theme_text import ThemedStatic
 

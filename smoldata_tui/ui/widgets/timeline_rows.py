@@ -2,8 +2,9 @@
 
 Columns, left to right: severity mark, line, time since the first event, step, event type,
 tool, title (takes what is left), finding badges, call status, duration. Everything shown comes
-from :mod:`smoldata_tui.trace.summary`, whose strings are already neutralised single lines, and
-goes into ``rich.text.Text`` objects: no markup is ever parsed.
+from :mod:`smoldata_tui.trace.summary` and :mod:`smoldata_tui.trace.finding_labels`, whose
+strings are already neutralised single lines, and goes into ``rich.text.Text`` objects: no
+markup is ever parsed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from rich.text import Text
 
 from smoldata_tui.trace import EventRecord, Finding, Severity
 from smoldata_tui.trace.analysis import MALFORMED, NOT_AN_OBJECT
-from smoldata_tui.trace.summary import TIMED_OUT, UNFINISHED, EventSummary, finding_badge, format_duration, format_offset
+from smoldata_tui.trace.finding_labels import finding_badge
+from smoldata_tui.trace.number_format import format_duration, format_offset
+from smoldata_tui.trace.summary import TIMED_OUT, UNFINISHED, EventSummary
 from smoldata_tui.trace.text import neutralize
 
 TYPE_WIDTH = 11
