@@ -2,7 +2,8 @@
 The SDK is imported only when a sandbox is made or listed, never at import time."""
 
 from smoldata_tui.sandbox.daytona.backend import DaytonaSandboxBackend, SandboxInfo
-from smoldata_tui.sandbox.daytona.handle import DaytonaBgJob, DaytonaSandbox, SandboxLost
+from smoldata_tui.sandbox.daytona.bg_job import DaytonaBgJob
+from smoldata_tui.sandbox.daytona.handle import DaytonaSandbox, SandboxLost
 from smoldata_tui.sandbox.daytona.settings import (
     DEFAULT_IMAGE,
     SNAPSHOT_ENV,

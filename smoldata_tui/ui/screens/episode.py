@@ -1,4 +1,8 @@
-"""The episode screen: header, timeline, side panel (detail / findings / stats / episode)."""
+"""The episode screen: header, timeline, side panel (detail / findings / stats / episode).
+
+Its ways to move, its side panel and its playback keys are mixins beside it: episode_navigation,
+episode_side_panel and episode_playback.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +26,9 @@ from smoldata_tui.ui.screens.episode_detail import DetailController
 from smoldata_tui.ui.screens.episode_export import open_export
 from smoldata_tui.ui.screens.episode_navigation import EpisodeNavigation
 from smoldata_tui.ui.screens.episode_live_rows import LiveRows, ProcessProbe, live_rows, recovered_rows
-from smoldata_tui.ui.screens.episode_playback import PlaybackController
+from smoldata_tui.ui.screens.episode_playback import EpisodePlaybackKeys, PlaybackController
 from smoldata_tui.ui.screens.episode_search import SearchController
+from smoldata_tui.ui.screens.episode_side_panel import TABS, EpisodeSidePanel
 from smoldata_tui.ui.screens.episode_status import header_state, status_line
 from smoldata_tui.ui.theme_text import ThemedStatic
 from smoldata_tui.ui.timeline_model import TimelineModel
@@ -32,18 +37,14 @@ from smoldata_tui.ui.widgets.conversation import ConversationView
 from smoldata_tui.ui.widgets.detail import DetailView
 from smoldata_tui.ui.widgets.episode_panel import EpisodePanel
 from smoldata_tui.ui.widgets.find_bar import FindBar
-from smoldata_tui.ui.widgets.findings_panel import FindingsList, FindingsPanel
+from smoldata_tui.ui.widgets.findings_panel import FindingsPanel
 from smoldata_tui.ui.widgets.header import EpisodeHeader
 from smoldata_tui.ui.widgets.stats_panel import StatsPanel
 from smoldata_tui.ui.widgets.timeline import LineSource, Timeline, TimelineHeader
 from smoldata_tui.ui.widgets.training_panel import TrainingPanel
 
-NARROW = 110  # below this many columns the side panel goes under the timeline
-TABS = {"detail": "detail-tab", "findings": "findings-tab", "stats": "stats-tab", "episode": "episode-tab",
-        "training": "training-tab", "conversation": "conversation-tab"}  # fmt: skip
 
-
-class EpisodeScreen(EpisodeNavigation, Screen[None]):
+class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Screen[None]):
     BINDINGS = [
         Binding("slash", "find", "Find"),
         Binding("n", "next_match", "Next match (or finding)", show=False),
@@ -161,18 +162,6 @@ class EpisodeScreen(EpisodeNavigation, Screen[None]):
         if self.export is not None:
             self.export.close()
         self.freezer.release()  # or the picker's next episode would keep this one in memory
-
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < NARROW, "-narrow")
-        self._apply_panel()
-
-    def _apply_panel(self) -> None:
-        wanted = self.panel_wanted if self.panel_wanted is not None else self.size.width >= NARROW
-        self.query_one("#side").display = wanted
-
-    @property
-    def panel_visible(self) -> bool:
-        return bool(self.query_one("#side").display)
 
     # --- the reader's messages ----------------------------------------------------------------
     @on(TraceFollower.Opened)
@@ -343,52 +332,7 @@ class EpisodeScreen(EpisodeNavigation, Screen[None]):
         self.show_tab("detail")
         self.query_one(DetailView).focus()
 
-    def show_tab(self, name: str) -> None:
-        """Open the side panel on a tab (the detail tab shows the selected event)."""
-        self.panel_wanted = True
-        self._apply_panel()
-        self.query_one(TabbedContent).active = TABS[name]
-        if name == "detail":
-            self.detail.show(self.timeline.cursor_event)
-
-    def _label_tab(self, name: str, label: str) -> None:
-        tab = self.query_one(TabbedContent).get_tab(TABS[name])
-        if tab.label_text != label:
-            tab.label = Text(label)
-
-    @property
-    def active_tab(self) -> str | None:
-        active = self.query_one(TabbedContent).active
-        return next((name for name, pane in TABS.items() if pane == active), None)
-
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id == TABS["stats"]:
-            self.query_one(StatsPanel).set_stats(self.stats)
-        reading = event.pane.id == TABS["conversation"]
-        self.set_class(reading, "-conversation")  # a transcript wants more width than the detail
-        if reading:
-            self.conversation.shown()
-
-    # --- panel, raw, tabs, copy, back, quit ---------------------------------------------------
-    def action_toggle_raw(self) -> None:
-        self.detail.raw_mode = not self.detail.raw_mode
-        self.show_tab("detail")
-
-    def action_toggle_panel(self) -> None:
-        self.panel_wanted = not self.panel_visible
-        self._apply_panel()
-        if self.panel_visible:
-            self.detail.show(self.timeline.cursor_event)
-        else:
-            self.timeline.focus()
-
-    def action_show_tab(self, name: str) -> None:
-        self.show_tab(name)
-        if name == "findings":  # 2: straight to the list, so j/k and Enter work on it
-            self.query_one(FindingsList).focus()
-        elif name == "conversation":  # c: j/k walk the messages and calls, the timeline follows
-            self.query_one(ConversationView).focus()
-
+    # --- copy, back, quit, help ---------------------------------------------------------------
     def action_copy_line(self) -> None:
         event = self.timeline.cursor_event
         if event is None:
@@ -423,21 +367,3 @@ class EpisodeScreen(EpisodeNavigation, Screen[None]):
         from smoldata_tui.ui.screens.help import HelpScreen
 
         self.app.push_screen(HelpScreen(self))
-
-    # --- playback (--speed) -------------------------------------------------------------------
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action.startswith("playback_"):
-            return self.speed is not None
-        return True
-
-    def action_playback_toggle(self) -> None:
-        if self.playback is not None:
-            self.playback.toggle()
-
-    def action_playback_step(self) -> None:
-        if self.playback is not None:
-            self.playback.step()
-
-    def action_playback_speed(self, factor: float) -> None:
-        if self.playback is not None:
-            self.playback.change_speed(float(factor))

@@ -1,4 +1,5 @@
-"""``--speed X`` on the episode screen: a clock on a timer, releasing the trace to the reader."""
+"""``--speed X`` on the episode screen: a clock on a timer, releasing the trace to the reader,
+and the keys that drive it (a mixin of EpisodeScreen)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from smoldata_tui.ui.trace_follower import TraceFollower
 
 if TYPE_CHECKING:
     from smoldata_tui.ui.screens.episode import EpisodeScreen
+
+    _Base = EpisodeScreen
+else:
+    _Base = object
 
 TICK_SECONDS = 0.05
 
@@ -93,3 +98,25 @@ class PlaybackController:
             f"playback {state} {clock.speed:g}\u00d7  +{clock.position_ms / 1000:.1f}s"
             f" / +{clock.schedule.duration_ms / 1000:.1f}s"
         )
+
+
+class EpisodePlaybackKeys(_Base):
+    """Space, ``.``, ``<`` and ``>``; ``check_action`` offers them only when the screen plays a trace
+    back (``--speed``)."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action.startswith("playback_"):
+            return self.speed is not None
+        return True
+
+    def action_playback_toggle(self) -> None:
+        if self.playback is not None:
+            self.playback.toggle()
+
+    def action_playback_step(self) -> None:
+        if self.playback is not None:
+            self.playback.step()
+
+    def action_playback_speed(self, factor: float) -> None:
+        if self.playback is not None:
+            self.playback.change_speed(float(factor))
