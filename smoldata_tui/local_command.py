@@ -19,7 +19,9 @@ from typing import TextIO
 
 from smoldata_tui.sandbox import registry
 from smoldata_tui.sandbox.local import default_base_dir
-from smoldata_tui.session.metadata import effective_status, is_trace_name, load_metadata, mark_interrupted, metadata_path_for
+from smoldata_tui.session.metadata import effective_status, is_trace_name, metadata_path_for
+from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.session.metadata_writer import mark_interrupted
 from smoldata_tui.trace.text import neutralize
 
 

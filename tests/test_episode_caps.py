@@ -62,7 +62,7 @@ print("PEAK", peak, "CODE", code, file=sys.stderr)
     assert "trace cap" in done.stderr  # shown in the stage log
     summary = json.loads(done.stdout.strip().splitlines()[-1])  # the headless JSON line
     assert [cap["cap"] for cap in summary["caps_hit"]] == ["agent_log"]
-    from smoldata_tui.session.metadata import load_metadata
+    from smoldata_tui.session.metadata_reader import load_metadata
     from smoldata_tui.ui.widgets.episode_panel import metadata_text
 
     shown = metadata_text(load_metadata(run_dir / "run.meta.json"), "run.meta.json", []).plain

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from smoldata_tui.check import check_all, json_line, run_check
 from smoldata_tui.fleet.build import DEFECTS, episode_trace, write_fleet
-from smoldata_tui.session.metadata import load_metadata, metadata_path_for
+from smoldata_tui.session.metadata import metadata_path_for
+from smoldata_tui.session.metadata_reader import load_metadata
 from smoldata_tui.trace.seed_rule import seed_outcome
 
 from .conftest import SAMPLES

@@ -15,12 +15,9 @@ from pathlib import Path
 import pytest
 
 from smoldata_tui.sandbox.processes import start_time
-from smoldata_tui.session.metadata import (
-    EpisodeMetadata,
-    effective_status,
-    load_metadata,
-    save_metadata,
-)
+from smoldata_tui.session.metadata import EpisodeMetadata, effective_status
+from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.session.metadata_writer import save_metadata
 from smoldata_tui.session.owner import owner_record
 from smoldata_tui.session.model_endpoint import REPLAY_API_KEY
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from smoldata_tui.session.metadata import load_metadata
+from smoldata_tui.session.metadata_reader import load_metadata
 from smoldata_tui.trace import analyze_path
 
 from .conftest import SAMPLES

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session.metadata import EpisodeMetadata, save_metadata
+from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.session.metadata_writer import save_metadata
 from smoldata_tui.session.token_dialect import add_token_fields, completion_ids, prompt_ids
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.trace.seed_rule import seed_outcome

@@ -9,7 +9,8 @@ import pytest
 
 from smoldata_tui.fleet.build import write_fleet
 from smoldata_tui.fleet.summary import EpisodeSummary
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for, save_metadata
+from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for
+from smoldata_tui.session.metadata_writer import save_metadata
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.fleet import FleetScreen
 from smoldata_tui.ui.screens.help import HelpScreen

@@ -87,7 +87,8 @@ def tool_version() -> str:
     digest = hashlib.sha256(f"{__version__}:{CACHE_FORMAT}".encode())
     deciding = [*package.joinpath("trace").glob("*.py"), *package.joinpath("training").glob("*.py"),
                 package / "fleet" / "summary.py", package / "fleet" / "work.py", package / "fleet" / "cache.py",
-                package / "session" / "metadata.py", package / "check.py"]  # fmt: skip
+                package / "session" / "metadata.py", package / "session" / "metadata_reader.py",
+                package / "check.py"]  # fmt: skip
     for source in sorted(deciding):
         info = source.stat()
         digest.update(f"{source.name}:{info.st_size}:{info.st_mtime_ns}".encode())

@@ -17,10 +17,10 @@ from smoldata_tui.session.metadata import (
     TRAINING_SUFFIX,
     EpisodeMetadata,
     effective_status,
-    load_metadata,
     parse_time,
     sibling_path,
 )
+from smoldata_tui.session.metadata_reader import load_metadata
 from smoldata_tui.trace.text import clip
 
 if TYPE_CHECKING:

@@ -6,10 +6,10 @@ from smoldata_tui.session.metadata import (
     STATUSES,
     EpisodeMetadata,
     Grade,
-    load_metadata,
     metadata_path_for,
-    save_metadata,
 )
+from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.session.metadata_writer import save_metadata
 
 __all__ = [
     "METADATA_SUFFIX",

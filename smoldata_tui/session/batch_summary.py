@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smoldata_tui.session.metadata import write_text_atomically
+from smoldata_tui.session.metadata_writer import write_text_atomically
 from smoldata_tui.session.pass_at import pass_at_all
 
 BATCH_FILE = "batch.json"

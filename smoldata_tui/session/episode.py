@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from smoldata_tui.sandbox.errors import FileTooLarge
+from smoldata_tui.session.episode_agent import follow_agent, recover_calls
+from smoldata_tui.session.episode_outcome import save_outcome
 from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the screens import them from here
     BACKENDS,
     CAPTURE_STAGE,
@@ -44,9 +45,9 @@ from smoldata_tui.session.capture_link import (
     require_reachable,
     start_capture,
 )
-from smoldata_tui.session.export import ExportTooLarge, export_session, first_session_id, unfinished_calls
 from smoldata_tui.session.log_follower import LogFollower
-from smoldata_tui.session.metadata import PROMPT_CAP, EpisodeMetadata, Grade, metadata_path_for, save_metadata
+from smoldata_tui.session.metadata import PROMPT_CAP, EpisodeMetadata, metadata_path_for
+from smoldata_tui.session.metadata_writer import save_metadata
 from smoldata_tui.session.owner import owner_record
 from smoldata_tui.session.opencode_config import (
     agent_command,
@@ -61,7 +62,6 @@ from smoldata_tui.session.opencode_config import (
 )
 from smoldata_tui.session.opencode_install import checked_version, resolve_opencode
 from smoldata_tui.session.opencode_env_harness import (
-    PROXY_TRACE_NAME,
     HarnessUnavailable,
     ImageLikeBackend,
     agent_job,
@@ -73,22 +73,18 @@ from smoldata_tui.session.opencode_env_harness import (
 )
 from smoldata_tui.session.placement import (
     HOME,
-    OPENCODE_IN_HOME,
     create_daytona,
     create_local,
     create_local_like_image,
     place_opencode,
     sandbox_record,
 )
-from smoldata_tui.session.proxy_trace import summary_line, turn_of
 from smoldata_tui.session.secret_scrub import SecretScrubber
 from smoldata_tui.tasks import GradeResult, grade_answer, stage_task
 from smoldata_tui.tasks.grade import to_verify_result
 from smoldata_tui.tasks.stage import DEFAULT_PULL_TIMEOUT_S
 from smoldata_tui.trace.text import clip
 
-POLL_S = 0.02  # how often the log is polled while the agent runs: a stat and a pidfd wait
-CAPPED_POLL_S = 0.5  # once the log is capped only the agent's end is waited for
 # --timeout bounds the whole episode; once it has run out, recovering calls and grading still get
 # this long (at least), so an agent stopped at the deadline is graded as the environment grades it.
 GRADE_FLOOR_S = 30.0
@@ -209,7 +205,8 @@ class Episode:
         with self._stage("agent running", result) as say:
             self._run_agent(result, say)
         with self._stage("recover calls", result) as say:
-            self._recover(result, say)
+            recover_calls(result, say, session=self._session, sandbox=self._sandbox, opencode=self._opencode,
+                          scrub=self._scrubber.text)  # fmt: skip
         if self._cancel.is_set():
             self.observer.stage("grading", "skipped", 0.0, "cancelled: not graded")
             return
@@ -301,91 +298,7 @@ class Episode:
         else:
             job = sandbox.start_bg(agent_command(HOME, opencode=self._opencode), envs=agent_environment(HOME))
         follower = LogFollower(sandbox, agent_log_path(HOME), result.trace_path, self.observer.received, self._scrubber)
-        deadline = self._deadline
-        stopped_by_us = None
-        try:
-            while True:
-                follower.poll()
-                try:
-                    result.exit_code = job.wait(timeout=CAPPED_POLL_S if follower.capped else POLL_S)
-                    break
-                except TimeoutError:
-                    pass
-                if self._cancel.is_set():
-                    stopped_by_us = "cancelled"
-                elif time.monotonic() > deadline:
-                    stopped_by_us = "timeout"
-                if stopped_by_us:
-                    say(f"{stopped_by_us}: stopping the agent (TERM, then KILL)")
-                    interrupt = getattr(sandbox, "interrupt", None)
-                    if interrupt is not None:
-                        interrupt.clear()  # from here on every remote call must complete
-                    job.kill()
-                    result.exit_code = job.wait(timeout=30)
-                    break
-            follower.poll(final=True)  # what it wrote before it ended
-        finally:
-            follower.close()
-            if follower.capped:
-                seen = follower.remote_size() or follower.offset
-                result.metadata.caps_hit.append({"cap": "agent_log", "limit": follower.limit, "seen": seen})
-                say(f"the agent's log reached the {follower.limit}-byte trace cap ({seen} bytes in the sandbox): "
-                    "the rest was not read")  # fmt: skip
-            if hasattr(sandbox, "wire_bytes"):
-                result.metadata.sandbox["transfer"] = {"log_bytes": follower.offset, "wire_bytes": sandbox.wire_bytes}
-        if stopped_by_us:
-            result.status = stopped_by_us
-        elif result.exit_code is not None and result.exit_code >= 128:
-            result.status = "killed"
-        else:
-            result.status = "finished"
-        say(f"agent ended: {result.status}, exit code {result.exit_code}, {follower.offset} bytes of log")
-
-    def _recover(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
-        if self._session is not None:
-            self._save_proxy_trace(result, say)
-        if result.status == "finished" and result.exit_code == 0:
-            # `opencode run` ends on its own only once every call has an answer: nothing was cut
-            # short, and asking the export (a start of OpenCode, ~2 s of CPU) would find nothing.
-            say("the agent ended on its own (exit code 0): no call was cut short")
-            return
-        session_id = first_session_id(result.trace_path)
-        if session_id is None:
-            say("no sessionID in the log: nothing to recover")
-            return
-        binary = OPENCODE_IN_HOME if self._opencode == "opencode" else self._opencode
-        try:
-            export = export_session(self._sandbox, binary, session_id, agent_environment(HOME), scrub=self._scrubber.text,
-                                    report=say)  # fmt: skip
-        except ExportTooLarge as exc:
-            result.metadata.caps_hit.append({"cap": "opencode_export", "limit": exc.limit, "seen": exc.seen})
-            say(f"{exc}: unfinished calls not recovered")
-            return
-        if export is None:
-            say("opencode export failed: unfinished calls cannot be recovered")
-            return
-        result.recovered = unfinished_calls(export)
-        say(f"{len(result.recovered)} unfinished call(s) recovered from opencode export")
-
-    def _save_proxy_trace(self, result: EpisodeResult, say: Callable[[str], None]) -> None:
-        """opencode_env's per-turn proxy records, beside the trace (secrets masked)."""
-        try:
-            records = self._session.fetch_proxy_trace()
-        except FileTooLarge as exc:  # the agent can write that file
-            result.metadata.caps_hit.append({"cap": "proxy_trace", "limit": exc.limit, "seen": exc.size})
-            say(f"proxy trace not saved: {exc}")
-            return
-        except Exception as exc:  # noqa: BLE001 - the episode stands without it
-            say(f"proxy trace unreadable: {type(exc).__name__}: {exc}")
-            return
-        if not records:
-            say("no proxy trace")
-            return
-        path = result.trace_path.with_name(PROXY_TRACE_NAME)
-        lines = (self._scrubber.text(json.dumps(record, ensure_ascii=False, default=str)) for record in records)
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        result.metadata.proxy_trace = path.name
-        say(summary_line([turn_of(record) for record in records if isinstance(record, dict)]))
+        follow_agent(sandbox, job, follower, result, say, cancel=self._cancel, deadline=self._deadline)
 
     # --- bookkeeping ------------------------------------------------------------------------
     @contextmanager
@@ -443,30 +356,7 @@ class Episode:
         result.divergences = [json.loads(self._scrubber.text(json.dumps(item, default=str)))
                               for item in self.spec.endpoint.divergences()]  # fmt: skip
         self.spec.endpoint.close()
-        _save_json(result.trace_path.with_name("run.divergence.json"), result.divergences, self._scrubber.text)
-        metadata = result.metadata
-        metadata.status = result.status
-        metadata.stop_reason = self._stop_reason if self._cancel.is_set() else None
-        metadata.exit_code = result.exit_code
-        metadata.finished_at = now_utc()
-        metadata.recovered_calls = [call.to_json() for call in result.recovered]
-        if result.error is not None and result.status == "error":
-            metadata.error = {"stage": result.error.stage, "message": result.error.reason}
-        if result.grade is not None:
-            metadata.grade = Grade(
-                env_reward=result.grade.env_reward,
-                correctness=result.grade.correctness,
-                grader_output=result.grade.grader_output,
-                grader_error=result.grade.grader_error,
-            )
-            metadata.caps_hit.extend(result.grade.caps_hit)
-        save_metadata(result.metadata_path, metadata, scrub=self._scrubber.text)
-
-
-def _save_json(path: Path, items: list, scrub: Callable[[str], str]) -> None:
-    """Beside the trace, only when there is something to say."""
-    if items:
-        path.write_text(scrub(json.dumps(items, indent=2, ensure_ascii=False, default=str)) + "\n", encoding="utf-8")
+        save_outcome(result, self._stop_reason if self._cancel.is_set() else None, self._scrubber.text)
 
 
 def _grade_line(grade: GradeResult) -> str:

@@ -54,27 +54,23 @@ shows that.
 
 Secrets never reach the file or the screen: :func:`~smoldata_tui.session.credentials.redact` drops every config key whose
 name contains key/token/secret/password/authorization and every value that looks like a
-credential; :func:`load_metadata` redacts again, so a file written by another tool is safe
-to show too. Pure: no Textual, no network.
+credential; :func:`~smoldata_tui.session.metadata_reader.load_metadata` redacts again, so a file
+written by another tool is safe to show too. Pure: no Textual, no network.
+
+This module is the model and the names of the files beside a trace; reading a file written by
+anyone is :mod:`~smoldata_tui.session.metadata_reader`, writing one atomically
+:mod:`~smoldata_tui.session.metadata_writer`.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
-import re
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
-
 from smoldata_tui.session.credentials import redact, redact_text
 from smoldata_tui.session.owner import owner_alive
-from smoldata_tui.trace.reader import read_at_most
 
 FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
@@ -91,7 +87,8 @@ def is_trace_name(name: str) -> bool:
     """Whether a file name is an agent trace: ``*.jsonl``, but not a sidecar of one."""
     return name.endswith(".jsonl") and not name.endswith(SIDECAR_SUFFIXES)
 STATUSES = ("running", "finished", "killed", "timeout", "cancelled", "error", "interrupted")
-MAX_METADATA_BYTES = 4 << 20  # a metadata file is small; anything bigger is not one
+
+
 @dataclass
 class Grade:
     env_reward: float | None = None
@@ -176,7 +173,7 @@ class EpisodeMetadata:
             "recovered_calls": list(self.recovered_calls),
             "sandbox": redact(self.sandbox),
             "proxy_trace": self.proxy_trace,
-            "error": _error(self.error),
+            "error": redacted_error(self.error),
             "stop_reason": self.stop_reason,
             "owner": dict(self.owner),
             "caps_hit": list(self.caps_hit),
@@ -220,17 +217,6 @@ def effective_status(metadata: EpisodeMetadata | None) -> str | None:
     return metadata.status
 
 
-def mark_interrupted(path: str | os.PathLike[str]) -> bool:
-    """Rewrite a saved episode whose owner is gone as ``interrupted``; True when it was one."""
-    metadata = load_metadata(path)
-    if metadata is None or metadata.status != "running" or effective_status(metadata) != "interrupted":
-        return False
-    metadata.status = "interrupted"
-    metadata.stop_reason = metadata.stop_reason or "its process ended without saving (killed or crashed)"
-    save_metadata(path, metadata)
-    return True
-
-
 def sibling_path(trace: str | os.PathLike[str], suffix: str) -> str:
     """``run.jsonl`` → ``run<suffix>`` in the same folder (the stem as ``Path.stem`` cuts it).
 
@@ -251,227 +237,9 @@ def metadata_path_for(trace: str | os.PathLike[str]) -> Path:
     return path.with_name(path.stem + METADATA_SUFFIX)
 
 
-# --- reading -------------------------------------------------------------------------------------
-class _Reader:
-    """Takes fields out of the decoded JSON, noting every one of the wrong type."""
-
-    def __init__(self, data: dict, problems: list[str]) -> None:
-        self.data = data
-        self.problems = problems
-
-    def text(self, name: str, source: dict | None = None) -> str | None:
-        value = (self.data if source is None else source).get(name)
-        if value is None or isinstance(value, str):
-            return value
-        self.problems.append(f"{name} should be a string, not {type(value).__name__}: ignored")
-        return None
-
-    def number(self, name: str, source: dict | None = None, *, label: str | None = None) -> float | None:
-        value = (self.data if source is None else source).get(name)
-        if value is None:
-            return None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return value
-        self.problems.append(f"{label or name} should be a number, not {value!r}: ignored")
-        return None
-
-    def integer(self, name: str) -> int | None:
-        value = self.number(name)
-        if value is None:
-            return None
-        if float(value).is_integer():
-            return int(value)
-        self.problems.append(f"{name} should be a whole number, not {value!r}: ignored")
-        return None
-
-
-def _grade(reader: _Reader) -> Grade | None:
-    raw = reader.data.get("grade")
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        reader.problems.append(f"grade should be an object, not {type(raw).__name__}: ignored")
-        return None
-    output, error = reader.text("grader_output", raw), reader.text("grader_error", raw)
-    return Grade(
-        env_reward=reader.number("env_reward", raw),
-        correctness=reader.number("correctness", raw),
-        grader_output=redact_text(output) if output is not None else None,
-        grader_error=redact_text(error) if error is not None else None,
-    )
-
-
-def _timings(reader: _Reader) -> dict[str, float]:
-    raw = reader.data.get("timings")
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        reader.problems.append(f"timings should be an object, not {type(raw).__name__}: ignored")
-        return {}
-    timings = {}
-    for stage in raw:
-        seconds = reader.number(stage, raw, label=f"timings.{stage}")
-        if seconds is not None:
-            timings[str(stage)] = seconds
-    return timings
-
-
-def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | None:
-    """Build the metadata from decoded JSON; what cannot be used is described in ``problems``."""
-    if not isinstance(data, dict):
-        problems.append(f"expected a JSON object, found {type(data).__name__}")
-        return None
-    if data.get("format") not in (None, FORMAT):
-        problems.append(f"format is {data.get('format')!r}, not {FORMAT!r}")
-        return None
-    version = data.get("schema_version", SCHEMA_VERSION)
-    if not isinstance(version, int) or isinstance(version, bool):
-        problems.append(f"schema_version {version!r} is not a number; reading it as version {SCHEMA_VERSION}")
-        version = SCHEMA_VERSION
-    elif version > SCHEMA_VERSION:
-        problems.append(
-            f"schema_version {version} is newer than this smoldata-tui reads ({SCHEMA_VERSION}); upgrade it"
-        )
-        return None
-    reader = _Reader(data, problems)
-    status = reader.text("status")
-    if status is not None and status not in STATUSES:
-        problems.append(f"status {status!r} is not one of {', '.join(STATUSES)}")
-    return EpisodeMetadata(
-        task=reader.text("task"),
-        backend=reader.text("backend"),
-        model=reader.text("model"),
-        harness=reader.text("harness"),
-        opencode_version=reader.text("opencode_version"),
-        started_at=reader.text("started_at"),
-        finished_at=reader.text("finished_at"),
-        status=status,
-        exit_code=reader.integer("exit_code"),
-        grade=_grade(reader),
-        timings=_timings(reader),
-        config=_object(data, "config", problems),
-        trace=reader.text("trace"),
-        recovered_calls=_objects(data, "recovered_calls", problems),
-        sandbox=_object(data, "sandbox", problems),
-        proxy_trace=reader.text("proxy_trace"),
-        error=_read_error(data, problems),
-        stop_reason=reader.text("stop_reason"),
-        owner=_object(data, "owner", problems),
-        caps_hit=_objects(data, "caps_hit", problems),
-        capture=_object(data, "capture", problems),
-        prompt=reader.text("prompt"),
-        schema_version=version,
-    )
-
-
-def _read_error(data: dict, problems: list[str]) -> dict | None:
-    raw = data.get("error")
-    if raw is not None and not isinstance(raw, dict):
-        problems.append(f"error should be an object, not {type(raw).__name__}: ignored")
-        return None
-    return _error(raw)
-
-
-def _error(value: dict | None) -> dict | None:
+def redacted_error(value: dict | None) -> dict | None:
     """``{"stage", "message"}`` as strings, credential-looking text masked; None when absent."""
     if not value:
         return None
     return {name: redact_text(str(value.get(name) or "")) for name in ("stage", "message")}
 
-
-def _object(data: dict, name: str, problems: list[str]) -> dict:
-    value = data.get(name)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        problems.append(f"{name} should be an object, not {type(value).__name__}: ignored")
-        return {}
-    return redact(value)
-
-
-def _objects(data: dict, name: str, problems: list[str]) -> list[dict]:
-    items = data.get(name)
-    if items is None:
-        return []
-    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        problems.append(f"{name} should be a list of objects: ignored")
-        return []
-    return items
-
-
-def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = None) -> EpisodeMetadata | None:
-    """Read a metadata file; None when it is absent or unusable.
-
-    Never raises for a bad file: each reason the file (or a field of it) could not be used is
-    appended to ``problems`` as one sentence, for the caller to show.
-    """
-    notes: list[str] = []
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as handle:
-            data = read_at_most(handle, MAX_METADATA_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        notes.append(f"cannot read it: {exc.strerror or exc}")
-        data = None
-    metadata = None
-    if data is not None:
-        if len(data) > MAX_METADATA_BYTES:
-            notes.append(f"it is larger than {MAX_METADATA_BYTES >> 20} MB, so it is not an episode metadata file")
-        else:
-            try:
-                decoded = _decode_json(data)
-            except UnicodeDecodeError:
-                notes.append("it is not UTF-8 text")
-            except ValueError as exc:  # json.JSONDecodeError, RecursionError is not expected here
-                notes.append(f"it is not valid JSON ({exc})")
-            else:
-                metadata = metadata_from_json(decoded, notes)
-    if problems is not None:
-        problems.extend(f"{os.path.basename(path)}: {note}" for note in notes)
-    return metadata
-
-
-def _decode_json(data: bytes) -> object:
-    """``json.loads(data.decode("utf-8"))``, by orjson where the two agree.
-
-    orjson refuses NaN, lone surrogates and a BOM, which json reads (or reports in its own
-    words): those go to json. It reads an integer past 64 bits as a float where json keeps it
-    whole, so a document with a 19-digit run goes to json too. What is left, both read alike.
-    """
-    if _LONG_DIGITS.search(data) is None:
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(data.decode("utf-8"))
-
-
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
-
-
-def save_metadata(path: str | os.PathLike[str], metadata: EpisodeMetadata,
-                  scrub: Callable[[str], str] | None = None) -> None:  # fmt: skip
-    """Write atomically (a temporary file in the same folder, then a rename): a reader sees the
-    old file or the new one, never half of one. The config is redacted on the way out, and the
-    whole text passes ``scrub`` (the episode's :class:`SecretScrubber`) last."""
-    payload = json.dumps(metadata.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    write_text_atomically(Path(path), scrub(payload) if scrub is not None else payload)
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """A temporary file in the same folder, synced, then renamed over ``path``."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise

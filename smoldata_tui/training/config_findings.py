@@ -28,7 +28,8 @@ from pathlib import Path
 
 import orjson
 
-from smoldata_tui.session.metadata import METADATA_SUFFIX, EpisodeMetadata, load_metadata, sibling_path
+from smoldata_tui.session.metadata import METADATA_SUFFIX, EpisodeMetadata, sibling_path
+from smoldata_tui.session.metadata_reader import load_metadata
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.training.requests import REQUESTS_SUFFIX, TRAINING_OUTPUT_CAP, read_requests, request_summary
 
