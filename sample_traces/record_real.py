@@ -225,25 +225,34 @@ def record(scenario: Scenario, work: Path) -> dict:
 
 
 def _keep_exports(into: list[str]) -> None:
-    """Keep what `opencode export` prints, verbatim, when the episode's own export step runs it."""
+    """Keep what `opencode export` prints for the episode's session, verbatim, asked at the
+    "recover calls" stage while the sandbox still runs (the episode itself asks only when the
+    agent did not end on its own, so a passing run's export is asked here)."""
     import shlex
 
     from smoldata_tui.session import episode as episode_module
+    from smoldata_tui.session.export import first_session_id
+    from smoldata_tui.session.opencode_config import agent_environment
+    from smoldata_tui.session.placement import HOME, OPENCODE_IN_HOME
 
-    original = episode_module.export_session
+    original = episode_module.recover_calls
 
-    def export_session(sandbox, opencode, session_id, env, scrub=str):
-        result = sandbox.exec(f"{shlex.quote(opencode)} export {shlex.quote(session_id)}", envs=env, timeout=60)
-        if result.exit_code == 0:
-            into.append(scrub(result.stdout))
-        return original(sandbox, opencode, session_id, env, scrub=scrub)
+    def recover_calls(result, say, *, session, sandbox, opencode, scrub):
+        session_id = first_session_id(result.trace_path)
+        binary = OPENCODE_IN_HOME if opencode == "opencode" else opencode
+        if session_id is not None:
+            command = f"{shlex.quote(binary)} export {shlex.quote(session_id)}"
+            exported = sandbox.exec(command, envs=agent_environment(HOME), timeout=60)
+            if exported.exit_code == 0:
+                into.append(scrub(exported.stdout))
+        return original(result, say, session=session, sandbox=sandbox, opencode=opencode, scrub=scrub)
 
-    episode_module.export_session = export_session
+    episode_module.recover_calls = recover_calls
 
 
 def row_for(scenario: Scenario) -> dict:
     """The README row of a recorded scenario, from its files."""
-    from smoldata_tui.session.metadata import load_metadata
+    from smoldata_tui.session.metadata_reader import load_metadata
 
     verdict = analyze_path(OUT / f"{scenario.name}.jsonl")[0].verdict
     metadata = load_metadata(OUT / f"{scenario.name}.meta.json")
