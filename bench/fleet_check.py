@@ -17,6 +17,8 @@ For each, times in separate processes, each best of N:
       each trace, parse each line with orjson, read its run.meta.json, write one JSON line.
       No verdict, no findings, no stats. Whatever (a) takes beyond (c) is the analysis;
       (b) / (c) is the most a first run of any Python check could reach.
+  (d) an empty interpreter (`python -c pass`, this machine's site-packages loaded as for the
+      others): what every Python command pays before its first line, the seed's included.
 and checks that all give every trace the same native_tool_calls.
 Target: (a) at least 1.8x faster than (b) on 2 CPUs. The CPU seconds (user + sys, all processes)
 are printed too: on a machine shared with other work the wall-clock ratio is the noisy one.
@@ -116,10 +118,12 @@ def compare(name: str, folder, repeat: int) -> float:
     check_argv = [python, "-m", "smoldata_tui", "check", "--json", str(folder)]
     seed_argv = [python, "-c", SEED, str(folder)]
     floor_argv = [python, "-c", FLOOR, str(folder)]
+    empty_argv = [python, "-c", "pass"]
     cold = measure(check_argv, repeat=repeat, env=env, before_each=empty_cache)
     warm = measure(check_argv, repeat=repeat, env=env)  # the cache the last cold run left
     seed = measure(seed_argv, repeat=repeat, env=env)
     floor = measure(floor_argv, repeat=repeat, env=env)
+    empty = measure(empty_argv, repeat=repeat, env=env)
     theirs = verdicts_of_seed(seed.stdout)
     assert verdicts_of_check(cold.stdout) == theirs, "the verdicts differ from the seed's rule"
     assert warm.stdout == cold.stdout, "the cached run's output differs from the first run's"
@@ -128,6 +132,7 @@ def compare(name: str, folder, repeat: int) -> float:
     warm_cpu = min(cpu_seconds(check_argv, env) for _ in range(repeat))
     seed_cpu = min(cpu_seconds(seed_argv, env) for _ in range(repeat))
     floor_cpu = min(cpu_seconds(floor_argv, env) for _ in range(repeat))
+    empty_cpu = min(cpu_seconds(empty_argv, env) for _ in range(repeat))
     shutil.rmtree(cache, ignore_errors=True)
     print(f"same native_tool_calls as the seed's rule for all {len(theirs):,} traces, cached or not")
     print(f"{'':40}{'seconds':>9}{'CPU s':>8}{'peak RSS MB (all)':>19}{'vs seed':>9}")
@@ -136,12 +141,14 @@ def compare(name: str, folder, repeat: int) -> float:
         ("(a') check --json, run again", warm, warm_cpu),
         ("(b)  seed rule, one process", seed, seed_cpu),
         ("(c)  floor: read + parse only, every CPU", floor, floor_cpu),
+        ("(d)  empty interpreter (python -c pass)", empty, empty_cpu),
     ):
         print(f"{label:40}{run.seconds:9.2f}{cpu:8.2f}{run.peak_tree_rss_mb:19.0f}{seed.seconds / run.seconds:8.2f}x")
     speedup = seed.seconds / cold.seconds
     print(f"first run vs seed rule: {speedup:5.2f}x faster (wall clock; target >= 1.8x on 2 CPUs) {'OK' if speedup >= 1.8 else 'MISSED'}")
     print(f"run again vs seed rule: {seed.seconds / warm.seconds:5.2f}x faster")
     print(f"floor vs seed rule:     {seed.seconds / floor.seconds:5.2f}x faster (the most any Python check could reach on a first run)")
+    print(f"1.8x the seed's rule is {seed.seconds / 1.8:.3f} s of wall clock; an empty interpreter takes {empty.seconds:.3f} s of it")
     print(f"CPU time, first run:    {cold_cpu / seed_cpu:5.2f}x the seed's (check also finds, counts and writes the findings)")
     return speedup
 
