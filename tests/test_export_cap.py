@@ -41,6 +41,26 @@ def test_an_export_under_the_cap_is_read(sandbox):
     assert export_session(sandbox, FAKE, "ses_1", {}, max_bytes=1 << 20, report=problems.append) == {"messages": []}, problems
 
 
+def test_an_agent_that_replaces_head_still_brings_no_more_than_the_exec_cap(sandbox):
+    # The cap inside the sandbox is `head -c`, which an agent that can write to a folder early
+    # on PATH (any folder, in a sandbox where it is root) can replace; what crosses to the host
+    # is then bounded by what exec keeps, and the export is still refused with its size.
+    from smoldata_tui.sandbox.protocol import MAX_CAPTURE
+
+    mib = (MAX_CAPTURE >> 20) + 8
+    _install_fake(sandbox, f"#!/bin/sh\ndd if=/dev/zero bs=1M count={mib} status=none\n")  # dd: head is the agent's below
+    printed = mib << 20
+    sandbox.write_text("/root/head.txt", '#!/bin/sh\nshift 2\nexec cat "$@"\n')  # `head -c N FILE`: all of FILE
+    done = sandbox.exec("mkdir -p /root/bin && cp /root/head.txt /root/bin/head && chmod 755 /root/bin/head")
+    assert done.exit_code == 0, done.stderr
+    hostile_path = {"PATH": "/root/bin:/usr/local/bin:/usr/bin:/bin"}
+    assert sandbox.exec("head -c 1 /etc/passwd | wc -c", envs=hostile_path).stdout.strip() != "1"  # really replaced
+    with pytest.raises(ExportTooLarge) as raised:
+        export_session(sandbox, FAKE, "ses_1", hostile_path, max_bytes=1 << 20)
+    assert raised.value.limit == 1 << 20 and raised.value.seen == printed
+    assert len(sandbox.exec(FAKE, envs=hostile_path).stdout) == MAX_CAPTURE  # the most that crossed
+
+
 def test_recovered_calls_from_a_hostile_export_keep_run_meta_json_readable(tmp_path):
     from smoldata_tui.session.export import MAX_RECOVERED, unfinished_calls
     from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
