@@ -143,23 +143,23 @@ def _walk_traces(root: str, folders: dict[str, frozenset[str]] | None = None) ->
         if folders is not None:
             # keyed as os.path.dirname spells its entries' folder
             folders[directory.rstrip("/") if directory.strip("/") else directory] = frozenset(e.name for e in listed)
+        # (os.path.join, one call per entry, was a third of listing a big fleet)
+        prefix = (directory if directory.endswith("/") else directory + "/") if directory else ""
         for entry in listed:
             name = entry.name
-            # (os.path.join, one call per entry, was a third of listing a big fleet)
-            child = (directory + name if directory.endswith("/") else f"{directory}/{name}") if directory else name
+            if name.endswith(".jsonl") and is_trace_name(name):
+                if entry.is_file():
+                    found.append((parts + (name,), prefix + name, None))
+                    continue
+                kind = special_kind(prefix + name)
+                if kind is not None and kind != "a directory":
+                    found.append((parts + (name,), prefix + name, kind))
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
-            if name.endswith(".jsonl") and is_trace_name(name):
-                if entry.is_file():
-                    found.append((parts + (name,), child, None))
-                else:
-                    kind = special_kind(child)
-                    if kind is not None and kind != "a directory":
-                        found.append((parts + (name,), child, kind))
             if is_dir:
-                visit(child, parts + (name,))
+                visit(prefix + name, parts + (name,))
 
     visit("" if root == "." else root, ())
     found.sort(key=lambda item: item[0])

@@ -58,6 +58,11 @@ def cache_files(home):
     return sorted((home / "smoldata-tui" / "check").glob("*.json"))
 
 
+def cache_header(path):
+    """A cache file's first line: its version, folder and entries (the check lines follow it)."""
+    return orjson.loads(path.read_bytes().split(b"\n", 1)[0])
+
+
 def test_a_second_run_gives_the_same_bytes_from_the_cache_and_only_the_cache(tmp_path, cache_home):
     folder, traces = fleet(tmp_path)
     listing = sorted(folder.rglob("*"))
@@ -111,10 +116,10 @@ def test_files_written_just_now_and_unreadable_traces_are_not_kept(tmp_path, cac
     age(p for p in folder.rglob("*"))
     check(folder)
     (cache_file,) = cache_files(cache_home)
-    assert len(orjson.loads(cache_file.read_bytes())["entries"]) == 2
+    assert len(cache_header(cache_file)["entries"]) == 2
     shutil.rmtree(traces[1].parent)
     check(folder)
-    assert list(orjson.loads(cache_file.read_bytes())["entries"]) == [os.path.relpath(traces[0], folder)]
+    assert list(cache_header(cache_file)["entries"]) == [os.path.relpath(traces[0], folder)]
 
 
 def test_the_cli_takes_no_cache(tmp_path, cache_home):
@@ -139,5 +144,27 @@ def test_the_cache_keeps_the_folders_used_last(tmp_path, cache_home, monkeypatch
         folders.append(folder)
         check(folder)
     assert len(cache_files(cache_home)) == 3
-    kept = {orjson.loads(path.read_bytes())["folder"] for path in cache_files(cache_home)}
+    kept = {cache_header(path)["folder"] for path in cache_files(cache_home)}
     assert kept == {str(folder) for folder in folders[2:]}
+
+
+def test_a_cut_cache_file_serves_only_the_lines_it_still_holds(tmp_path, cache_home):
+    # The check lines follow the cache file's first line back to back; a file cut short (a full
+    # disk, another writer's crash) must never hand out a piece of a line as a result.
+    folder, traces = fleet(tmp_path)
+    expected = check(folder, use_cache=False)[1].splitlines()
+    check(folder)
+    [cache_file] = cache_files(cache_home)
+    data = cache_file.read_bytes()
+    cache_file.write_bytes(data[: len(data) - len(data.split(b"\n", 1)[1]) // 2])  # half the lines
+    for trace in traces:  # behind their keys: a result from the cache still reads as before
+        info = trace.stat()
+        trace.write_bytes(b"x" * info.st_size)
+        os.utime(trace, ns=(info.st_atime_ns, info.st_mtime_ns))
+    lines = check(folder)[1].splitlines()
+    assert len(lines) == len(traces)
+    from_cache = [line == before for line, before in zip(lines, expected)]
+    for line, cached in zip(lines, from_cache):
+        if not cached:  # analysed again: the rewritten file
+            assert orjson.loads(line)["verdict_reason"].startswith("JSONDecodeError")
+    assert 0 < sum(from_cache) < len(traces)

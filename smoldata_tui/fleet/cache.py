@@ -2,12 +2,14 @@
 re-reading its traces.
 
 One file per data folder, under the user's cache directory (never inside the data folder):
-``$XDG_CACHE_HOME/smoldata-tui/<fleet|check>/<hash of the folder's path>.json`` (default
-``~/.cache``), orjson. An entry holds a summary (and for ``check`` its JSON line) and is used only
-while the episode's files are those it was made from: the trace's and each sidecar's size and
-mtime, or their absence (:func:`episode_key`), and only by the same tool version: the package
-version plus a fingerprint of the sources that decide a result, so a changed analysis never serves
-old answers. As git does with its index, an entry is not kept while any of its files changed
+``$XDG_CACHE_HOME/smoldata-tui/<fleet|check>/<checksums of the folder's path>.json`` (default
+``~/.cache``): one orjson line (the version, the folder, and per trace its key, its summary and
+where its ``check`` line lies), then the ``check`` lines' bytes back to back, so loading them
+decodes no escaped JSON text. An entry holds a summary (and for ``check`` its JSON line) and is
+used only while the episode's files are those it was made from: the trace's and each sidecar's
+size and mtime, or their absence (:func:`episode_key`), and only by the same tool version: the
+package version plus a fingerprint of the sources that decide a result, so a changed analysis never
+serves old answers. As git does with its index, an entry is not kept while any of its files changed
 within the last :data:`SETTLE_S` seconds: a file rewritten in the same clock tick, same size, would
 otherwise look unchanged. A damaged or foreign cache file is ignored (and replaced at the next
 save), never an error.
@@ -15,11 +17,11 @@ save), never an error.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import tempfile
 import time
+import zlib
 from collections.abc import Container
 from pathlib import Path
 
@@ -35,7 +37,7 @@ from smoldata_tui.session.metadata import (
     sibling_path,
 )
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 # (size, mtime_ns) of the trace, then of each file beside it that a result reads, -1, -1 when absent
 Key = tuple
 KEYED_SUFFIXES = (METADATA_SUFFIX, REQUESTS_SUFFIX, TRAINING_SUFFIX)
@@ -82,17 +84,26 @@ def settled(key: Key, now_ns: int | None = None) -> bool:
 
 
 def tool_version() -> str:
-    """The package version and a fingerprint of the sources that decide a summary."""
+    """The package version and a fingerprint of the sources that decide a summary: each one's
+    name, size and mtime, in full (compared as text, so no change can collide with another)."""
     package = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256(f"{__version__}:{CACHE_FORMAT}".encode())
     deciding = [*package.joinpath("trace").glob("*.py"), *package.joinpath("training").glob("*.py"),
                 package / "fleet" / "summary.py", package / "fleet" / "work.py", package / "fleet" / "cache.py",
                 package / "session" / "metadata.py", package / "session" / "metadata_reader.py",
                 package / "check.py"]  # fmt: skip
+    sources = []
     for source in sorted(deciding):
         info = source.stat()
-        digest.update(f"{source.name}:{info.st_size}:{info.st_mtime_ns}".encode())
-    return f"{__version__}+{digest.hexdigest()[:16]}"
+        sources.append(f"{source.parent.name}/{source.name}:{info.st_size}:{info.st_mtime_ns}")
+    return f"{__version__}:{CACHE_FORMAT}+" + ",".join(sources)
+
+
+def _file_name(folder: str) -> str:
+    """The cache file's name for a folder. zlib's two checksums, not hashlib's: loading OpenSSL
+    was a fortieth of a cached re-run. Two folders that share a name share a file, whose
+    ``folder`` field tells them apart: a lost entry, never a wrong one."""
+    data = folder.encode("utf-8", "surrogateescape")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 class SummaryCache:
@@ -101,27 +112,34 @@ class SummaryCache:
     def __init__(self, folder: Path, cache_dir: Path | None = None, *, kind: str = "fleet") -> None:
         folder = Path(os.path.abspath(folder))
         self.folder = folder
-        name = hashlib.sha256(str(folder).encode()).hexdigest()[:24]
-        self.path = (cache_dir or user_cache_dir(kind)) / f"{name}.json"
+        self.path = (cache_dir or user_cache_dir(kind)) / f"{_file_name(str(folder))}.json"
         self.version = tool_version()
         self.entries: dict[str, tuple[Key, EpisodeSummary, bytes | None]] = {}
         self.dirty = False
 
     def load(self) -> None:
         try:
-            data = orjson.loads(self.path.read_bytes())
+            raw = self.path.read_bytes()
+            cut = raw.find(b"\n")
+            data = orjson.loads(memoryview(raw)[: cut if cut >= 0 else len(raw)])
         except (OSError, orjson.JSONDecodeError):
             return
         if not (isinstance(data, dict) and data.get("version") == self.version and data.get("folder") == str(self.folder)):
             return
         entries = data.get("entries")
-        if not isinstance(entries, dict):
+        if not isinstance(entries, dict) or cut < 0:
             return
+        lines_start = cut + 1
         for path, entry in entries.items():
             try:
-                key, row, line = entry
-                self.entries[path] = (tuple(key), EpisodeSummary.from_row(row), line.encode() if line else None)
-            except (TypeError, ValueError, AttributeError):
+                key, row, offset, length = entry
+                if not (isinstance(offset, int) and isinstance(length, int) and 0 <= length
+                        and lines_start + offset + length <= len(raw)):  # fmt: skip
+                    continue  # a damaged file: that entry is analysed again
+                start = lines_start + offset
+                line = raw[start : start + length] if offset >= 0 else None
+                self.entries[path] = (tuple(key), EpisodeSummary.from_row(row), line)
+            except (TypeError, ValueError):
                 continue
 
     def get(self, path: str, key: Key) -> EpisodeSummary | None:
@@ -154,16 +172,12 @@ class SummaryCache:
         """Write atomically; a cache that cannot be written only costs the next start its speed."""
         if not self.dirty:
             return
-        payload = orjson.dumps(
-            {
-                "version": self.version,
-                "folder": str(self.folder),
-                "entries": {
-                    path: [list(key), summary.to_row(), line.decode() if line is not None else None]
-                    for path, (key, summary, line) in self.entries.items()
-                },
-            }
-        )
+        lines = bytearray()
+        entries = {}
+        for path, (key, summary, line) in self.entries.items():
+            entries[path] = [list(key), summary.to_row(), len(lines) if line is not None else -1, len(line or b"")]
+            lines += line or b""
+        payload = orjson.dumps({"version": self.version, "folder": str(self.folder), "entries": entries}) + b"\n" + lines
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(prefix=".fleet-", suffix=".tmp", dir=self.path.parent)

@@ -20,7 +20,6 @@ from smoldata_tui.session.metadata import (
     parse_time,
     sibling_path,
 )
-from smoldata_tui.session.metadata_reader import load_metadata
 from smoldata_tui.trace.text import clip
 
 if TYPE_CHECKING:
@@ -142,6 +141,9 @@ def unreadable(path: str, exc: OSError) -> EpisodeSummary:
 
 def add_metadata(summary: EpisodeSummary) -> EpisodeSummary:
     """Fill the run.meta.json fields (and note a training trace) from the files beside the trace."""
+    # imported here: a cached re-run of check reads no metadata, and its start-up is most of its time
+    from smoldata_tui.session.metadata_reader import load_metadata
+
     problems: list[str] = []
     metadata = load_metadata(sibling_path(summary.path, METADATA_SUFFIX), problems)
     return fill_metadata(summary, metadata, problems)

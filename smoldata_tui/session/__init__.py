@@ -1,24 +1,33 @@
-"""Episodes: the metadata saved beside a trace (and, later, running one). No Textual here."""
+"""Episodes: the metadata saved beside a trace, and running one. No Textual here.
 
-from smoldata_tui.session.credentials import redact, redact_text
-from smoldata_tui.session.metadata import (
-    METADATA_SUFFIX,
-    STATUSES,
-    EpisodeMetadata,
-    Grade,
-    metadata_path_for,
-)
-from smoldata_tui.session.metadata_reader import load_metadata
-from smoldata_tui.session.metadata_writer import save_metadata
+The names below are loaded when first asked for, as the trace package's are: ``check`` and the
+fleet table import ``session.metadata`` for its constants, and its start-up is most of a cached
+re-run's time.
+"""
 
-__all__ = [
-    "METADATA_SUFFIX",
-    "STATUSES",
-    "EpisodeMetadata",
-    "Grade",
-    "load_metadata",
-    "metadata_path_for",
-    "redact",
-    "redact_text",
-    "save_metadata",
-]
+from __future__ import annotations
+
+import importlib
+
+_HOMES = {
+    "METADATA_SUFFIX": "metadata",
+    "STATUSES": "metadata",
+    "EpisodeMetadata": "metadata",
+    "Grade": "metadata",
+    "metadata_path_for": "metadata",
+    "load_metadata": "metadata_reader",
+    "save_metadata": "metadata_writer",
+    "redact": "credentials",
+    "redact_text": "credentials",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -69,7 +69,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from smoldata_tui.session.credentials import redact, redact_text
 from smoldata_tui.session.owner import owner_alive
 
 FORMAT = "smoldata-episode"
@@ -86,6 +85,8 @@ PROXY_TRACE_NAME = "run.proxy.jsonl"  # what the opencode_env harness names its 
 def is_trace_name(name: str) -> bool:
     """Whether a file name is an agent trace: ``*.jsonl``, but not a sidecar of one."""
     return name.endswith(".jsonl") and not name.endswith(SIDECAR_SUFFIXES)
+
+
 STATUSES = ("running", "finished", "killed", "timeout", "cancelled", "error", "interrupted")
 
 
@@ -154,6 +155,9 @@ class EpisodeMetadata:
         return effective_status(self)
 
     def to_json(self) -> dict:
+        # imported here, as in redacted_error: check's cached re-run imports this module, never writes one
+        from smoldata_tui.session.credentials import redact
+
         return {
             "format": FORMAT,
             "schema_version": SCHEMA_VERSION,
@@ -241,5 +245,7 @@ def redacted_error(value: dict | None) -> dict | None:
     """``{"stage", "message"}`` as strings, credential-looking text masked; None when absent."""
     if not value:
         return None
+    from smoldata_tui.session.credentials import redact_text
+
     return {name: redact_text(str(value.get(name) or "")) for name in ("stage", "message")}
 

@@ -4,7 +4,6 @@ whose process is gone (SIGKILL, a crash, a reboot)."""
 from __future__ import annotations
 
 import os
-import socket
 
 
 def _boot_id() -> str | None:
@@ -15,13 +14,19 @@ def _boot_id() -> str | None:
         return None
 
 
+def _host() -> str:
+    import socket  # here: reading a fleet's metadata (check, the fleet table) seldom needs it
+
+    return socket.gethostname()
+
+
 def owner_record() -> dict:
     """This process, named for good: pid + start time (pids are reused) + boot id (start times
     restart at boot) + host (a runs folder may be shared)."""
     from smoldata_tui.sandbox.processes import start_time
 
     pid = os.getpid()
-    return {"pid": pid, "start_time": start_time(pid), "boot_id": _boot_id(), "host": socket.gethostname()}
+    return {"pid": pid, "start_time": start_time(pid), "boot_id": _boot_id(), "host": _host()}
 
 
 def owner_alive(owner: dict) -> bool | None:
@@ -32,7 +37,7 @@ def owner_alive(owner: dict) -> bool | None:
     pid, started = owner.get("pid"), owner.get("start_time")
     if not isinstance(pid, int) or isinstance(pid, bool) or started is None:
         return None
-    if owner.get("host") not in (None, socket.gethostname()):
+    if owner.get("host") not in (None, _host()):
         return None
     boot = owner.get("boot_id")
     if boot is not None and _boot_id() is not None and boot != _boot_id():
