@@ -7,7 +7,7 @@ re-run's time.
 
 from __future__ import annotations
 
-import importlib
+from smoldata_tui.lazy_names import lazy_getattr
 
 _HOMES = {
     "METADATA_SUFFIX": "metadata",
@@ -22,12 +22,4 @@ _HOMES = {
 }
 
 __all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _HOMES, globals())
