@@ -231,17 +231,17 @@ def _keep_exports(into: list[str]) -> None:
     import shlex
 
     from smoldata_tui.session import episode as episode_module
+    from smoldata_tui.session.episode_agent import opencode_binary
     from smoldata_tui.session.export import first_session_id
     from smoldata_tui.session.opencode_config import agent_environment
-    from smoldata_tui.session.placement import HOME, OPENCODE_IN_HOME
+    from smoldata_tui.session.placement import HOME
 
     original = episode_module.recover_calls
 
     def recover_calls(result, say, *, session, sandbox, opencode, scrub):
         session_id = first_session_id(result.trace_path)
-        binary = OPENCODE_IN_HOME if opencode == "opencode" else opencode
         if session_id is not None:
-            command = f"{shlex.quote(binary)} export {shlex.quote(session_id)}"
+            command = f"{shlex.quote(opencode_binary(opencode))} export {shlex.quote(session_id)}"
             exported = sandbox.exec(command, envs=agent_environment(HOME), timeout=60)
             if exported.exit_code == 0:
                 into.append(scrub(exported.stdout))

@@ -1,8 +1,8 @@
 """Episodes: the metadata saved beside a trace, and running one. No Textual here.
 
 The names below are loaded when first asked for, as the trace package's are: ``check`` and the
-fleet table import ``session.metadata`` for its constants, and its start-up is most of a cached
-re-run's time.
+fleet table import ``session.metadata`` for its constants, and a cached re-run of ``check`` is
+mostly start-up.
 """
 
 from __future__ import annotations

@@ -88,9 +88,8 @@ def recover_calls(result: EpisodeResult, say: Callable[[str], None], *, session,
     if session_id is None:
         say("no sessionID in the log: nothing to recover")
         return
-    binary = OPENCODE_IN_HOME if opencode == "opencode" else opencode
     try:
-        export = export_session(sandbox, binary, session_id, agent_environment(HOME), scrub=scrub,
+        export = export_session(sandbox, opencode_binary(opencode), session_id, agent_environment(HOME), scrub=scrub,
                                 report=say)  # fmt: skip
     except ExportTooLarge as exc:
         result.metadata.caps_hit.append({"cap": "opencode_export", "limit": exc.limit, "seen": exc.seen})
@@ -101,6 +100,12 @@ def recover_calls(result: EpisodeResult, say: Callable[[str], None], *, session,
         return
     result.recovered = unfinished_calls(export)
     say(f"{len(result.recovered)} unfinished call(s) recovered from opencode export")
+
+
+def opencode_binary(opencode: str) -> str:
+    """The OpenCode a command other than the agent's runs: ``opencode`` names it as the agent
+    command did, where the bare name is the one placed in the agent's home."""
+    return OPENCODE_IN_HOME if opencode == "opencode" else opencode
 
 
 def save_proxy_trace(session, result: EpisodeResult, say: Callable[[str], None], scrub: Callable[[str], str]) -> None:
