@@ -20,6 +20,7 @@ from smoldata_tui.session.metadata import (
     parse_time,
     sibling_path,
 )
+from smoldata_tui.trace.numbers import json_safe
 from smoldata_tui.trace.text import clip
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ def from_report(path: str, report: TraceReport) -> EpisodeSummary:
         steps=stats.steps,
         calls=stats.calls,
         tool_errors=stats.calls_by_status.get("error", 0),
-        tokens=int(tokens.get("input", 0) + tokens.get("output", 0) + tokens.get("reasoning", 0)),
+        tokens=json_safe(int(tokens.get("input", 0) + tokens.get("output", 0) + tokens.get("reasoning", 0))),
         cost=round(stats.cost, 6),
         wall_s=stats.wall_time_ms / 1000,
     )

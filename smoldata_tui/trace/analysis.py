@@ -19,6 +19,7 @@ import orjson
 
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.findings import FindingsCollector
+from smoldata_tui.trace.numbers import counted
 from smoldata_tui.trace.parse import (
     DEEP_NESTING,
     may_nest_deeply,
@@ -156,7 +157,7 @@ class TraceAnalysis:
         self._verdict = VerdictMachine()
         steps = StepTracker()
         self._findings = FindingsCollector(steps)
-        self._stats = StatsCollector(steps)
+        self._stats = StatsCollector(steps, self._findings.add)
         self.events: list[EventRecord] | None = [] if keep_events else None
         self.event_count = 0
         self.line_count = 0
@@ -287,7 +288,7 @@ class TraceAnalysis:
             if kind == "step_start":
                 self._step += 1
             self._findings.event(line, index, value, kind)
-            self._stats.event(value, kind)
+            self._stats.event(value, kind, line, index)
             if self.events is not None:
                 self.events.append(self._record(index, line, offset, size, value, kind, piece))
         else:
@@ -299,7 +300,7 @@ class TraceAnalysis:
         self, index: int, line: int, offset: int, size: int, value: dict, kind: object, piece: int
     ) -> EventRecord:
         timestamp = value.get("timestamp")
-        if not isinstance(timestamp, (int, float)) or isinstance(timestamp, bool):
+        if not counted(timestamp):
             timestamp = None
         record = EventRecord(index, line, offset, size, kind if isinstance(kind, str) else repr(kind), timestamp, self._step, piece=piece)
         if kind == "tool_use":

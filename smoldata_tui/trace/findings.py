@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from smoldata_tui.trace.call_checks import CallChecks
 from smoldata_tui.trace.finding import Finding, Severity
+from smoldata_tui.trace.numbers import COUNTED_LIMIT
 from smoldata_tui.trace.steps import StepTracker, message_id_of_part
 from smoldata_tui.trace.text import clip
 
@@ -124,7 +125,8 @@ class FindingsCollector:
         # The hot path: a healthy event costs two lookups and two comparisons here.
         self._events += 1
         timestamp = event.get("timestamp")
-        if type(timestamp) is int or type(timestamp) is float:
+        # a timestamp the stats do not count (NaN, Infinity…) is none at all (trace/numbers.py)
+        if (type(timestamp) is int or type(timestamp) is float) and -COUNTED_LIMIT <= timestamp <= COUNTED_LIMIT:
             if timestamp < self._last_ts:
                 self._went_back(line, index, timestamp, self._last_ts, self._last_ts_line)
             elif self._first_ts is None:

@@ -1,10 +1,18 @@
-"""Episode statistics: steps, calls, tokens, cost and where the time went."""
+"""Episode statistics: steps, calls, tokens, cost and where the time went.
+
+Only numbers the analysis counts (:mod:`smoldata_tui.trace.numbers`: finite, within ±2**53) are
+summed; any other cost, token count or time is left out and said as a ``bad_number`` finding, so
+every total is a number JSON holds and a cached result is the fresh one.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from smoldata_tui.trace.finding import Finding, Severity
+from smoldata_tui.trace.numbers import COUNTED_LIMIT, describe, json_safe
 from smoldata_tui.trace.steps import StepTracker, message_id_of_part
 
 _TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write")
@@ -47,7 +55,7 @@ class Stats:
             "calls": self.calls,
             "calls_by_tool": dict(self.calls_by_tool),
             "calls_by_status": dict(self.calls_by_status),
-            "tokens": {key: self.tokens.get(key, 0) for key in _TOKEN_KEYS},
+            "tokens": {key: json_safe(self.tokens.get(key, 0)) for key in _TOKEN_KEYS},
             "cost": round(self.cost, 6),
             "wall_time_ms": self.wall_time_ms,
             "model_time_ms": self.model_time_ms,
@@ -80,9 +88,10 @@ class StatsCollector:
     collector feeds it the tool intervals and reads its timings back.
     """
 
-    def __init__(self, steps: StepTracker) -> None:
+    def __init__(self, steps: StepTracker, add_finding: Callable[..., Finding] | None = None) -> None:
         self._stats = Stats()
         self._steps = steps
+        self._add_finding = add_finding  # where a number left out is said (FindingsCollector.add)
 
     @property
     def stats(self) -> Stats:
@@ -92,7 +101,7 @@ class StatsCollector:
         stats.model_time_ms = self._steps.model_time
         return stats
 
-    def event(self, event: dict, kind: object) -> None:
+    def event(self, event: dict, kind: object, line: int = 0, index: int = 0) -> None:
         # The hot path (every event of every trace of a fleet): the common case inlined.
         stats = self._stats
         stats.events += 1
@@ -103,21 +112,34 @@ class StatsCollector:
             _tally(by_type, kind)
         timestamp = event.get("timestamp")
         if type(timestamp) is int or type(timestamp) is float:
-            if stats.first_timestamp is None:
-                stats.first_timestamp = timestamp
-            stats.last_timestamp = timestamp
+            if -COUNTED_LIMIT <= timestamp <= COUNTED_LIMIT:
+                if stats.first_timestamp is None:
+                    stats.first_timestamp = timestamp
+                stats.last_timestamp = timestamp
+            else:
+                self._left_out("timestamp", timestamp, line, index)
         if kind == "tool_use":
             part = event.get("part")
             if type(part) is dict:
-                self._tool_use(part)
+                self._tool_use(part, line, index)
         elif kind == "step_start":
             stats.steps += 1
         elif kind == "step_finish":
             part = event.get("part")
             if type(part) is dict:
-                self._step_finish(part)
+                self._step_finish(part, line, index)
 
-    def _tool_use(self, part: dict) -> None:
+    def _left_out(self, name: str, value: object, line: int, index: int) -> None:
+        if self._add_finding is not None:
+            self._add_finding(
+                "bad_number",
+                Severity.WARNING,
+                line,
+                index,
+                f"{name} is {describe(value)}: not a finite number within ±2^53, so the stats leave it out",
+            )
+
+    def _tool_use(self, part: dict, line: int, index: int) -> None:
         stats = self._stats
         tool = part.get("tool")
         by_tool = stats.calls_by_tool
@@ -137,37 +159,47 @@ class StatsCollector:
             _tally(by_status, status)
         time = state.get("time")
         if type(time) is dict:
-            start, end = time.get("start"), time.get("end")
-            if type(start) in _NUMBERS and type(end) in _NUMBERS and end >= start:
+            start = self._counted(time.get("start"), "state.time.start", line, index)
+            end = self._counted(time.get("end"), "state.time.end", line, index)
+            if start is not None and end is not None and end >= start:
                 stats.call_durations_ms.append(end - start)
                 message_id = part.get("messageID")
                 self._steps.tool(message_id if type(message_id) is str else message_id_of_part(part), start, end)
 
-    def _step_finish(self, part: dict) -> None:
+    def _counted(self, value: object, name: str, line: int, index: int) -> int | float | None:
+        """The value when it is a number the stats count; None otherwise (said when a number)."""
+        if type(value) is int or type(value) is float:
+            if -COUNTED_LIMIT <= value <= COUNTED_LIMIT:
+                return value
+            self._left_out(name, value, line, index)
+        return None
+
+    def _step_finish(self, part: dict, line: int, index: int) -> None:
         stats = self._stats
         stats.steps_finished += 1
         tokens = part.get("tokens")
         if type(tokens) is dict:
             totals = stats.tokens
-            value = tokens.get("input")
-            if type(value) in _NUMBERS:
+            counted = self._counted
+            value = counted(tokens.get("input"), "tokens.input", line, index)
+            if value is not None:
                 totals["input"] += value
-            value = tokens.get("output")
-            if type(value) in _NUMBERS:
+            value = counted(tokens.get("output"), "tokens.output", line, index)
+            if value is not None:
                 totals["output"] += value
-            value = tokens.get("reasoning")
-            if value and type(value) in _NUMBERS:
+            value = counted(tokens.get("reasoning"), "tokens.reasoning", line, index)
+            if value:
                 totals["reasoning"] += value
             cache = tokens.get("cache")
             if type(cache) is dict:
-                value = cache.get("read")
-                if value and type(value) in _NUMBERS:
+                value = counted(cache.get("read"), "tokens.cache.read", line, index)
+                if value:
                     totals["cache_read"] += value
-                value = cache.get("write")
-                if value and type(value) in _NUMBERS:
+                value = counted(cache.get("write"), "tokens.cache.write", line, index)
+                if value:
                     totals["cache_write"] += value
-        cost = part.get("cost")
-        if cost and type(cost) in _NUMBERS:
+        cost = self._counted(part.get("cost"), "cost", line, index)
+        if cost:
             stats.cost += cost
 
     def merge(self, later: StatsCollector) -> None:
@@ -191,5 +223,3 @@ class StatsCollector:
         if theirs.last_timestamp is not None:
             mine.last_timestamp = theirs.last_timestamp
 
-
-_NUMBERS = (int, float)

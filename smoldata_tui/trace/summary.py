@@ -17,6 +17,7 @@ import orjson
 from smoldata_tui.trace.analysis import MALFORMED, NOT_AN_OBJECT
 from smoldata_tui.trace.call_checks import bash_timeout_ms
 from smoldata_tui.trace.number_format import format_count
+from smoldata_tui.trace.numbers import counted
 from smoldata_tui.trace.parse import parse_exactly
 from smoldata_tui.trace.text import clip
 
@@ -72,10 +73,9 @@ def parse_line(raw: bytes, piece: int = 0) -> Parsed:
 
 # --- JSON values ---------------------------------------------------------------------------------
 def json_number(value: object) -> float | None:
-    """The value when it is a JSON number (``true`` and ``false`` are not), else None."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    return None
+    """The value when it is a number the stats count (not ``true``/``false``, NaN, Infinity or
+    beyond ±2**53: :mod:`smoldata_tui.trace.numbers`), else None."""
+    return value if counted(value) else None
 
 
 def nonempty_string(value: object) -> str | None:
