@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, TextIO
 
 import orjson
 
+from smoldata_tui.fleet.listing import walk_traces
 from smoldata_tui.fleet.summary import EpisodeSummary
-from smoldata_tui.session.metadata import is_trace_name
 from smoldata_tui.trace.file_kind import special_kind
 
 if TYPE_CHECKING:
@@ -89,12 +89,11 @@ class Listed:
 
 
 def list_traces(arguments: list[str], err: TextIO | None = None) -> list[Listed]:
-    """Files as given; directories expand to their ``*.jsonl`` traces (recursively, sorted; a
-    proxy trace beside an episode is not one). Only regular files are read: a FIFO or a device
-    named as an argument is a usage error, one found in a directory is skipped with a line on
-    ``err`` (reading it would block, or never end).
-
-    Paths are spelt and ordered as ``sorted(Path(directory).rglob("*.jsonl"))`` would give them.
+    """Files as given; directories expand to their traces by the fleet table's rules
+    (:func:`~smoldata_tui.fleet.listing.walk_traces`: recursive, sorted, hidden names skipped,
+    each file once). Only regular files are read: a FIFO or a device named as an argument is a
+    usage error, one found in a directory is skipped with a line on ``err`` (reading it would
+    block, or never end).
     """
     if not arguments:
         raise UsageError("give at least one trace file or directory")
@@ -103,16 +102,15 @@ def list_traces(arguments: list[str], err: TextIO | None = None) -> list[Listed]
         path = Path(argument)
         if path.is_dir():
             found = []
-            folders: dict[str, frozenset[str]] = {}
-            for candidate, kind, relative in _walk_traces(str(path), folders):
-                if kind is not None:
-                    print(f"smoldata-tui check: skipped {candidate}: {kind}, not a regular file", file=err or sys.stderr)
+            for trace in walk_traces(argument):
+                if trace.special is not None:
+                    print(f"smoldata-tui check: skipped {trace.path}: {trace.special}, not a regular file", file=err or sys.stderr)
                 else:
-                    found.append(Listed(candidate, argument, relative, folders.get(os.path.dirname(candidate))))
+                    found.append(Listed(trace.path, argument, trace.relative, trace.names))
             if not found:
                 raise UsageError(f"{argument}: no *.jsonl trace files in this directory")
             traces.extend(found)
-        elif path.exists():
+        elif path.exists() or path.is_symlink():  # a broken link named as a file: its row says so
             kind = special_kind(path)
             if kind is not None:
                 raise UsageError(f"{argument}: {kind}, not a regular file (save the stream to a file first)")
@@ -120,50 +118,6 @@ def list_traces(arguments: list[str], err: TextIO | None = None) -> list[Listed]
         else:
             raise UsageError(f"{argument}: no such file or directory")
     return traces
-
-
-def _walk_traces(root: str, folders: dict[str, frozenset[str]] | None = None) -> list[tuple[str, str | None, str]]:
-    """``(path, None, relative)`` for every regular trace file under ``root`` and ``(path, kind,
-    relative)`` for a special file (a FIFO…) named like one (``relative``: the path within
-    ``root``), in the order of ``sorted(Path(root).rglob("*.jsonl"))``: by path components,
-    descending into directories but not into symbolic links to them.
-
-    ``os.scandir`` instead of ``rglob`` + a ``stat`` per file: the directory entries already say
-    which are regular files, and a fleet of thousands of episodes is listed several times faster.
-    ``folders`` gets the names in each folder listed (the sidecars a cached result depends on).
-    """
-    found: list[tuple[tuple[str, ...], str, str | None]] = []
-
-    def visit(directory: str, parts: tuple[str, ...]) -> None:
-        try:
-            with os.scandir(directory or ".") as entries:
-                listed = list(entries)
-        except OSError:
-            return
-        if folders is not None:
-            # keyed as os.path.dirname spells its entries' folder
-            folders[directory.rstrip("/") if directory.strip("/") else directory] = frozenset(e.name for e in listed)
-        # (os.path.join, one call per entry, was a third of listing a big fleet)
-        prefix = (directory if directory.endswith("/") else directory + "/") if directory else ""
-        for entry in listed:
-            name = entry.name
-            if name.endswith(".jsonl") and is_trace_name(name):
-                if entry.is_file():
-                    found.append((parts + (name,), prefix + name, None))
-                    continue
-                kind = special_kind(prefix + name)
-                if kind is not None and kind != "a directory":
-                    found.append((parts + (name,), prefix + name, kind))
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                visit(prefix + name, parts + (name,))
-
-    visit("" if root == "." else root, ())
-    found.sort(key=lambda item: item[0])
-    return [(path, kind, "/".join(parts)) for parts, path, kind in found]
 
 
 def json_line(path: str, report: TraceReport | None, summary: EpisodeSummary) -> bytes:

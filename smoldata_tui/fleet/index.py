@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smoldata_tui.fleet.cache import Key, SummaryCache, episode_key
+from smoldata_tui.fleet.listing import walk_traces
 from smoldata_tui.fleet.pool import as_finished
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.fleet.work import summarize_episode
-from smoldata_tui.session.metadata import is_trace_name
 
 FIRST_INLINE = 4  # episodes analysed in this process before the pool's results come in
 FIRST_BATCH = 200  # cached rows handed over before the rest, so the table fills at once
@@ -33,31 +33,17 @@ class EpisodeFile:
 
 
 def scan(folder: Path) -> Iterator[EpisodeFile]:
-    """Every episode under ``folder`` (hidden folders skipped), in sorted path order."""
-    stack = [str(folder)]
-    while stack:
-        directory = stack.pop()
-        try:
-            with os.scandir(directory) as entries:
-                names = {entry.name: entry for entry in entries}
-        except OSError:
+    """Every episode under ``folder``, listed as ``check`` lists it (:mod:`.listing`), in sorted
+    path order. A FIFO or a device is skipped (never opened); a trace that cannot be read, a
+    broken link included, is kept: its row says why."""
+    for trace in walk_traces(str(folder)):
+        if trace.special is not None:
             continue
-        subfolders = []
-        for name in sorted(names):
-            entry = names[name]
-            if name.startswith("."):
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    subfolders.append(entry.path)
-                    continue
-            except OSError:
-                continue
-            if is_trace_name(name):
-                key = episode_key(entry.path, names)
-                if key is not None:
-                    yield EpisodeFile(entry.path, key)
-        stack.extend(reversed(subfolders))
+        key = episode_key(trace.path, trace.names)
+        yield EpisodeFile(trace.path, key if key is not None else _UNREADABLE)
+
+
+_UNREADABLE: Key = (-2, -2)  # the key of a trace that could not be examined: its row is an error, never cached
 
 
 @dataclass

@@ -131,13 +131,22 @@ def from_report(path: str, report: TraceReport) -> EpisodeSummary:
 
 
 def unreadable(path: str, exc: OSError) -> EpisodeSummary:
-    if isinstance(exc, FileNotFoundError):
+    if isinstance(exc, FileNotFoundError) and os.path.islink(path):
+        why = f"a symbolic link to {clip(_link_target(path), 200)!r}, which does not exist"
+    elif isinstance(exc, FileNotFoundError):
         why = "the trace is gone (deleted or moved while it was being read)"
     elif isinstance(exc, IsADirectoryError):
         why = "not a file"
     else:
         why = f"cannot read: {exc.strerror or exc}"
     return EpisodeSummary(path=path, error=why)
+
+
+def _link_target(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
 
 
 def add_metadata(summary: EpisodeSummary) -> EpisodeSummary:
