@@ -204,6 +204,7 @@ def run_check(
     as_json: bool,
     strict: bool,
     summary: bool = False,
+    groups: bool = False,
     out: TextIO | None = None,
     use_cache: bool = True,
 ) -> int:
@@ -211,7 +212,7 @@ def run_check(
     traces = list_traces(paths)
     binary = getattr(out, "buffer", None)
     results: list[Checked] = []
-    for result in check_all(traces, as_json=as_json, with_metadata=summary, use_cache=use_cache):
+    for result in check_all(traces, as_json=as_json, with_metadata=summary or groups, use_cache=use_cache):
         if as_json:
             if binary is not None:
                 binary.write(result.line)
@@ -224,19 +225,40 @@ def run_check(
             print(f"smoldata-tui check: {result.path}: {result.error}", file=sys.stderr)
     if summary:
         from smoldata_tui.fleet.aggregate import fleet_totals
+    found_groups = _groups(results) if groups else None
     if as_json:
+        last_lines = []
         if summary:
-            totals = orjson.dumps(fleet_totals(result.summary for result in results).to_json()) + b"\n"
+            last_lines.append(orjson.dumps(fleet_totals(result.summary for result in results).to_json()) + b"\n")
+        if found_groups is not None:
+            from smoldata_tui.check_groups import groups_line
+
+            last_lines.append(groups_line(found_groups))
+        for line in last_lines:
             if binary is not None:
-                binary.write(totals)
+                binary.write(line)
             else:
-                out.write(totals.decode())
+                out.write(line.decode())
         out.flush()
     else:
         from smoldata_tui.check_table import print_summary, print_table
 
         if summary:
             print_summary(fleet_totals(result.summary for result in results), results, out=out, strict=strict)
-        else:
+        elif found_groups is None:
             print_table(results, out=out, strict=strict)
+        if found_groups is not None:
+            from smoldata_tui.check_groups import print_groups
+
+            print_groups(found_groups, out=out)
     return exit_status(results, strict=strict)
+
+
+def _groups(results: list[Checked]):
+    """The fleet's groups (``fleet/groups.py``) with their first splits: unreadable traces have no
+    task or model, and make no group."""
+    from smoldata_tui.fleet.groups import add_first_splits, group_episodes
+
+    found = group_episodes([result.summary for result in results if result.error is None])
+    add_first_splits(found)
+    return found

@@ -38,6 +38,13 @@ def _parser() -> argparse.ArgumentParser:
         "or as a last JSON line after the per-trace lines with --json",
     )
     check.add_argument(
+        "--groups",
+        action="store_true",
+        help="the groups a GRPO-style trainer learns from (k attempts of one task by one model): rewards, mean, "
+        "sample std, advantages, 'no learning signal', wrapper rejections and where passing and failing attempts "
+        "part ways; a table, or a last JSON line {\"groups\": [...]} with --json",
+    )
+    check.add_argument(
         "--no-cache",
         action="store_true",
         help="read every trace; by default --json keeps each trace's result in the user's cache directory "
@@ -181,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             from smoldata_tui.check import run_check
 
-            return run_check(args.paths, as_json=args.json, strict=args.strict, summary=args.summary, use_cache=not args.no_cache)
+            return run_check(args.paths, as_json=args.json, strict=args.strict, summary=args.summary,
+                             groups=args.groups, use_cache=not args.no_cache)  # fmt: skip
         if args.command == "replay":
             from smoldata_tui.ui.app import run_replay
 
