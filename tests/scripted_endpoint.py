@@ -47,11 +47,14 @@ class _Script:
 
 
 class ScriptedEndpoint:
-    def __init__(self, key: str, scripts: list[tuple[Task, list[tuple[str, bytes]]]]) -> None:
-        """``scripts``: per task, (tag, recording) in the order its sessions get them."""
+    def __init__(self, key: str, scripts: list[tuple[Task, list[tuple[str, bytes | ReplayScript]]]]) -> None:
+        """``scripts``: per task, (tag, recording) in the order its sessions get them; a recording is a
+        trace's bytes, or a :class:`ReplayScript` for what a recorded trace cannot say (repeated call ids)."""
         self.key = key
         self._tasks = {task.name: (task.instruction.strip().splitlines()[0], [
-            _Script(tag, ReplayServer(ReplayScript.from_trace(recording)).start()) for tag, recording in entries
+            _Script(tag, ReplayServer(recording if isinstance(recording, ReplayScript)
+                                      else ReplayScript.from_trace(recording)).start())
+            for tag, recording in entries
         ]) for task, entries in scripts}  # fmt: skip
         self.sessions: dict[str, list[str]] = {name: [] for name in self._tasks}  # tags handed out, in order
         self.refused = 0

@@ -57,7 +57,7 @@ def _batch(folder: Path, episodes: list[tuple[str, int, float | None, bytes]]) -
         _episode(folder / f"{task}-{attempt}", task, reward, trace, started=f"2026-12-04T10:0{9 - attempt}:00Z")
     for task, attempt, reward, _ in episodes:
         rows.append({"task": task, "attempt": attempt, "state": "ended", "env_reward": reward, "folder": f"{task}-{attempt}"})
-    (folder / "batch.json").write_text(json.dumps({"episodes": rows}))
+    (folder / "batch.json").write_text(json.dumps({"runs": rows}))
 
 
 def _groups(folder: Path):

@@ -144,7 +144,7 @@ def _read_batch_order(batch_dir: str) -> dict[str, int]:
         data = orjson.loads(raw) if len(raw) <= MAX_BATCH_BYTES else None
     except (OSError, orjson.JSONDecodeError):
         data = None
-    episodes = data.get("episodes") if isinstance(data, dict) else None
+    episodes = data.get("runs") if isinstance(data, dict) else None
     order: dict[str, int] = {}
     for index, episode in enumerate(episodes if isinstance(episodes, list) else []):
         folder = episode.get("folder") if isinstance(episode, dict) else None
