@@ -111,7 +111,15 @@ def test_summary_json_is_the_seed_rule_counts_and_the_pass_counts(tmp_path, cli)
     *rows, last = result.stdout.splitlines()
     assert len(rows) == len(traces)
     summary = json.loads(last)
-    assert set(summary) == {"traces", "accepted", "rejected", "crashes", "reasons", "findings", "tool_calls", "tasks"}
+    assert set(summary) == {"traces", "accepted", "rejected", "crashes", "reasons", "findings", "tool_calls", "tasks",
+                            "signatures"}  # fmt: skip
+    signatures = summary.pop("signatures")
+    assert sum(signatures.values()) == len(traces)
+    assert list(signatures.values()) == sorted(signatures.values(), reverse=True)  # most common first
+    for row in rows:  # every episode's signature: its error and warning kinds, how it ended, last tool, grade
+        data = json.loads(row)
+        codes = sorted({f["kind"] for f in data["findings"] if f["severity"] in ("error", "warning")})
+        assert any(signature.startswith(("+".join(codes) or "clean") + " · ") for signature in signatures), codes
     findings = summary.pop("findings")
     assert summary == seed_totals(traces)
     kinds = {}

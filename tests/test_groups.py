@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,18 @@ def test_check_groups_json_is_the_last_line_and_the_table_says_the_flags(tmp_pat
     assert "no learning signal" in table.stdout and "step 2" in table.stdout
     # Most learning signal first: the split group's row comes before the one that teaches nothing.
     assert table.stdout.index("sales") < table.stdout.index("same")
+
+
+def test_every_episode_has_a_signature_and_the_summary_counts_them_cold_and_cached(tmp_path, cli):
+    _batch(tmp_path / "batch", [("t", 0, 1.0, _trace(RIGHT)), ("t", 1, 0.0, _trace(WRONG)),
+                                ("t", 2, 1.0, _trace(RIGHT, repeat_id=True)), ("t", 3, 0.0, _trace(WRONG))])  # fmt: skip
+    (tmp_path / "batch" / "t-9").mkdir()
+    (tmp_path / "batch" / "t-9" / "run.jsonl").symlink_to(tmp_path / "nowhere.jsonl")  # unreadable
+    expected = {"clean · finished · last bash · pass": 1, "clean · finished · last bash · fail": 2,
+                "duplicate_call_id · finished · last bash · pass": 1, "unreadable": 1}  # fmt: skip
+    for path in (tmp_path / "batch").rglob("*"):  # older than the cache's 2 s: the second run is served from it
+        if path.is_file():
+            os.utime(path, (path.stat().st_atime - 60, path.stat().st_mtime - 60))
+    for attempt in ("cold", "cached"):
+        done = cli("check", "--summary", "--json", str(tmp_path / "batch"))
+        assert json.loads(done.stdout.splitlines()[-1])["signatures"] == expected, attempt

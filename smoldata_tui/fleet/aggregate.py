@@ -49,9 +49,11 @@ class FleetTotals:
     tasks: dict[str, TaskTotals] = field(default_factory=dict)
     tokens: int = 0
     cost: float = 0.0
+    signatures: Counter = field(default_factory=Counter)  # EpisodeSummary.signature → episodes
 
     def add(self, summary: EpisodeSummary) -> None:
         self.traces += 1
+        self.signatures[summary.signature] += 1
         if summary.error is not None:
             self.unreadable += 1
         elif summary.crash is not None:
@@ -95,6 +97,7 @@ class FleetTotals:
             "findings": dict(self.findings.most_common()),
             "tool_calls": self.tool_calls,
             "tasks": {name: self.tasks[name].to_json() for name in sorted(self.tasks)},
+            "signatures": dict(sorted(self.signatures.items(), key=lambda item: (-item[1], item[0]))),
         }
         if self.unreadable:
             data["unreadable"] = self.unreadable

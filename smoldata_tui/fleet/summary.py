@@ -56,6 +56,8 @@ class EpisodeSummary:
     env_reward: float | None = None
     duration_s: float | None = None
     training: bool = False  # a run.training.json sits beside the trace
+    last_tool: str | None = None  # the tool of the last call
+    flagged: list[str] = field(default_factory=list)  # the kinds of its error and warning findings, sorted
 
     # --- the verdict, in the words of --summary ---------------------------------------------
     @property
@@ -78,6 +80,24 @@ class EpisodeSummary:
     @property
     def graded(self) -> bool:
         return self.env_reward is not None
+
+    @property
+    def grade_bucket(self) -> str:
+        if self.env_reward is None:
+            return "ungraded" if self.has_meta else "no grade"
+        return "pass" if self.env_reward == 1.0 else "fail" if self.env_reward <= 0 else "partial"
+
+    @property
+    def signature(self) -> str:
+        """What kind of failure (or success) this is, without a model: its error and warning
+        finding kinds, how it ended, its last tool and its grade, e.g.
+        ``duplicate_call_id · finished · last bash · fail``. Deterministic: the same for the same
+        episode on every surface, so a fleet can be counted by it."""
+        if self.error is not None:
+            return "unreadable"
+        codes = "+".join(self.flagged) or "clean"
+        ended = self.status or "stream only"
+        return f"{codes} · {ended} · last {clip(self.last_tool or 'none', 40)} · {self.grade_bucket}"
 
     @property
     def duration(self) -> float | None:
@@ -111,6 +131,7 @@ def from_report(path: str, report: TraceReport) -> EpisodeSummary:
         severities[finding.severity.value] += 1
         kinds[finding.kind] = kinds.get(finding.kind, 0) + 1
     tokens = stats.tokens
+    flagged = sorted({finding.kind for finding in report.findings if finding.severity.value in ("error", "warning")})
     return EpisodeSummary(
         path=path,
         native_tool_calls=verdict.native_tool_calls,
@@ -127,6 +148,8 @@ def from_report(path: str, report: TraceReport) -> EpisodeSummary:
         tokens=json_safe(int(tokens.get("input", 0) + tokens.get("output", 0) + tokens.get("reasoning", 0))),
         cost=round(stats.cost, 6),
         wall_s=stats.wall_time_ms / 1000,
+        last_tool=stats.last_tool,
+        flagged=flagged,
     )
 
 

@@ -34,6 +34,7 @@ class Stats:
     last_timestamp: float | None = None
     tool_time_ms: float = 0.0
     model_time_ms: float = 0.0
+    last_tool: str | None = None  # the tool of the last tool_use: part of an episode's signature
 
     @property
     def calls(self) -> int:
@@ -145,8 +146,10 @@ class StatsCollector:
         by_tool = stats.calls_by_tool
         if type(tool) is str:
             by_tool[tool] = by_tool.get(tool, 0) + 1
+            stats.last_tool = tool
         else:
             _tally(by_tool, tool)
+            stats.last_tool = repr(tool)
         state = part.get("state")
         by_status = stats.calls_by_status
         if type(state) is not dict:
@@ -205,6 +208,7 @@ class StatsCollector:
     def merge(self, later: StatsCollector) -> None:
         """Continue with the next part of the stream (steps are merged by their tracker)."""
         mine, theirs = self._stats, later._stats
+        mine.last_tool = theirs.last_tool if theirs.last_tool is not None else mine.last_tool
         mine.events += theirs.events
         mine.steps += theirs.steps
         mine.steps_finished += theirs.steps_finished
