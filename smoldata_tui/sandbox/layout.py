@@ -9,9 +9,9 @@ The root already holds the layout of the environment's Daytona sandbox: ``/workd
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
-import shutil
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -167,16 +167,98 @@ def materialize(root: Path, layout: Layout) -> None:
         (root / HOME.lstrip("/") / "workdir").mkdir()
 
 
-def remove_tree(path: Path) -> None:
-    """Remove a sandbox's host directory, including directories the agent made read-only (which
-    stop a non-root owner from deleting their entries)."""
-    if not os.path.lexists(path):
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Remove a sandbox's host directory, whatever the agent made of it: any depth (paths longer
+    than PATH_MAX included), any number of entries, directories made read-only or unreadable
+    (made ours again first, as a non-root owner could not empty them otherwise). Never follows a
+    symlink and never enters another file system. Iterative, holding one directory open at a time:
+    recursion (``shutil.rmtree`` on Python 3.11) dies of RecursionError at about 1,000 levels, and
+    a descriptor per level would run out of descriptors. Raises OSError for what it cannot remove."""
+    path = os.fspath(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
         return
-    if not path.is_symlink():
-        os.chmod(path, stat.S_IRWXU)
-    for parent, directories, _files in os.walk(path):  # top-down, so each is opened after its chmod
-        for name in directories:
-            child = os.path.join(parent, name)
-            if not os.path.islink(child):
-                os.chmod(child, stat.S_IRWXU)
-    shutil.rmtree(path)
+    if not stat.S_ISDIR(info.st_mode):
+        os.unlink(path)
+        return
+    parent = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _remove_directory(parent, os.path.basename(os.path.abspath(path)))
+    finally:
+        os.close(parent)
+
+
+def _remove_directory(parent: int, name: str) -> None:
+    """Empty and remove the directory ``name`` in the directory open at ``parent``, depth first.
+
+    The way back up is ``..`` of the current directory, checked against the inode recorded on the
+    way down: a tree moved meanwhile is an error, never a walk outside it.
+    """
+    current = _open_directory(parent, name, device=None)
+    device = os.fstat(current).st_dev
+    # per level: (its name in the level above, its inode, the subdirectories still to remove)
+    levels = [(name, os.fstat(current).st_ino, _remove_files(current))]
+    try:
+        while levels:
+            pending = levels[-1][2]
+            if pending:
+                child_name = pending.pop()
+                try:
+                    child = _open_directory(current, child_name, device)
+                except FileNotFoundError:
+                    continue
+                os.close(current)
+                current = child
+                levels.append((child_name, os.fstat(current).st_ino, _remove_files(current)))
+                continue
+            done, _inode, _ = levels.pop()
+            above = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=current) if levels else os.dup(parent)
+            os.close(current)
+            current = above
+            if levels and (os.fstat(current).st_dev, os.fstat(current).st_ino) != (device, levels[-1][1]):
+                raise OSError(errno.ESTALE, f"the tree moved while it was being removed (at {done!r})")
+            os.rmdir(done, dir_fd=current)
+    finally:
+        os.close(current)
+
+
+def _open_directory(parent: int, name: str, device: int | None) -> int:
+    """``name`` in ``parent``, opened for listing, never through a symlink, its owner's rights
+    restored (read, write, search); on ``device`` (the tree's file system) when given."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, dir_fd=parent)
+    except PermissionError:  # made unreadable: fix its mode through a handle that pins it, not its name
+        pinned = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{pinned}", stat.S_IRWXU)
+            fd = os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        finally:
+            os.close(pinned)
+    try:
+        info = os.fstat(fd)
+        if device is not None and info.st_dev != device:
+            raise OSError(errno.EXDEV, f"{name!r} is a mount of another file system: not removed")
+        if info.st_mode & stat.S_IRWXU != stat.S_IRWXU:
+            os.fchmod(fd, stat.S_IRWXU)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _remove_files(directory: int) -> list[str]:
+    """Unlink every entry of the open ``directory`` that is not a directory (symlinks included,
+    never followed); the names of its subdirectories."""
+    subdirectories = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                subdirectories.append(entry.name)
+                continue
+            try:
+                os.unlink(entry.name, dir_fd=directory)
+            except FileNotFoundError:
+                pass
+    return subdirectories
