@@ -31,11 +31,11 @@ import threading
 import time
 from pathlib import Path
 
-from smoldata_tui.sandbox import bubblewrap, processes, registry
+from smoldata_tui.sandbox import bubblewrap, owner_lock, processes, registry
 from smoldata_tui.sandbox.commands import LocalBgJob, run_to_completion
 from smoldata_tui.sandbox.errors import FileTooLarge, SandboxClosed, SandboxError
 from smoldata_tui.sandbox.host_files import HostFiles
-from smoldata_tui.sandbox.layout import HOME, Layout, materialize, plan_layout, remove_tree
+from smoldata_tui.sandbox.layout import HOME, Layout, materialize, plan_layout
 from smoldata_tui.sandbox.protocol import READ_TEXT_LIMIT, ExecResult
 
 KEEPER_SCRIPT = 'trap "" HUP INT QUIT TERM; while read -r _; do :; done'
@@ -102,23 +102,19 @@ class LocalSandboxBackend:
         registry.remove_stale(self.base_dir)
         sandbox_id = f"sbx-{secrets.token_hex(6)}"
         control_dir = self.base_dir / sandbox_id
-        try:
-            control_dir.mkdir(parents=True, mode=0o700)
+        with registry.new_sandbox_dir(control_dir) as lock:  # its lock, held until kill(), says it lives
             materialize(control_dir / "root", self._layout)
             registry.write_state(control_dir, sandbox_id=sandbox_id, metadata=dict(metadata or {}))
             sandbox = LocalSandbox(
                 sandbox_id, control_dir, self._layout, bwrap=bwrap, envs=dict(envs or {}),
-                metadata=dict(metadata or {}), grace_s=self._grace_s,
+                metadata=dict(metadata or {}), grace_s=self._grace_s, lock=lock,
             )  # fmt: skip
-        except BaseException:
-            remove_tree(control_dir)
-            raise
         if timeout_s:
             sandbox._expire_after(timeout_s)
         return sandbox
 
     def remove_stale(self) -> list[str]:
-        """Remove directories left by sandboxes whose owner process died (see registry)."""
+        """Remove the folders of sandboxes whose owner is gone (its lock is free; see registry)."""
         return registry.remove_stale(self.base_dir)
 
 
@@ -126,8 +122,9 @@ class LocalSandbox:
     """One running sandbox. Thread-safe; every method raises :class:`SandboxClosed` after kill()."""
 
     def __init__(self, sandbox_id: str, control_dir: Path, layout: Layout, *, bwrap: str,
-                 envs: dict[str, str], metadata: dict[str, str], grace_s: float) -> None:  # fmt: skip
+                 envs: dict[str, str], metadata: dict[str, str], grace_s: float, lock: int) -> None:  # fmt: skip
         self._id = sandbox_id
+        self._owner_lock = lock  # released by kill(), or by create() if this constructor fails
         self.control_dir = control_dir
         self.root = control_dir / "root"
         """Host directory that is the sandbox's ``/``."""
@@ -348,8 +345,9 @@ class LocalSandbox:
             for fd in (self._keeper_pidfd, self._userns_fd, self._pidns_fd):
                 os.close(fd)
             try:
-                remove_tree(self.control_dir)
+                registry.remove_dir(self.control_dir)
             finally:
+                owner_lock.release(self._owner_lock)  # a folder left now is a leftover for the next sweep
                 registry.unregister(self)
                 self._dead.set()
 

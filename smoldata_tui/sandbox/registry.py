@@ -1,6 +1,12 @@
 """Which local sandboxes exist: the live ones of this interpreter (killed at exit), and the host
-directories of sandboxes whose owner died without cleaning up (found by their ``sandbox.json``,
-which names the owner and the sandbox's own host processes, each by pid and start time)."""
+directories of sandboxes whose owner died without cleaning up.
+
+A sandbox's folder is live while its owner holds the lock on ``owner.lock`` in it (see
+:mod:`~smoldata_tui.sandbox.owner_lock`): that holds across PID namespaces and containers, where a
+pid names nobody. A cleaner removes a folder only after taking that lock itself, and holds it while
+removing. ``sandbox.json`` names the owner and the sandbox's own host processes by pid and start
+time: information, and the way to end a dead owner's leftover processes; liveness rests on the pid
+only for folders made before the lock (no ``lock`` in ``sandbox.json``)."""
 
 from __future__ import annotations
 
@@ -11,14 +17,18 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from smoldata_tui.sandbox import owner_lock
 from smoldata_tui.sandbox.layout import remove_tree
 from smoldata_tui.sandbox.processes import start_time
 
 STATE_FILE = "sandbox.json"
+LOCK_FILE = "owner.lock"
 _log = logging.getLogger(__name__)
 
 
@@ -54,9 +64,43 @@ def _kill_live_sandboxes() -> None:
             _log.exception("could not clean up a sandbox at exit")
 
 
+@contextmanager
+def new_sandbox_dir(control_dir: Path) -> Iterator[int]:
+    """Make a sandbox's folder and take its lock, before its ``sandbox.json`` makes it a sandbox
+    anyone lists; yields the lock's descriptor, which the sandbox holds for its whole life. An
+    error inside removes the folder and drops the lock."""
+    control_dir.mkdir(parents=True, mode=0o700)
+    lock = None
+    try:
+        lock = owner_lock.hold(control_dir / LOCK_FILE)
+        yield lock
+    except BaseException:
+        try:
+            remove_dir(control_dir)
+        finally:
+            if lock is not None:
+                owner_lock.release(lock)
+        raise
+
+
+def remove_dir(control_dir: Path) -> None:
+    """Remove a sandbox's folder, its lock last, so a cleaner never finds it unlocked while any of
+    it is left (``sandbox.json`` goes before the lock: then nobody lists it any more). The caller
+    holds the lock."""
+    try:
+        names = sorted(os.listdir(control_dir))
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name != LOCK_FILE:
+            remove_tree(control_dir / name)
+    remove_tree(control_dir)
+
+
 def write_state(control_dir: Path, *, sandbox_id: str, metadata: dict[str, str]) -> None:
     state = {
         "sandbox_id": sandbox_id,
+        "lock": LOCK_FILE,
         "owner_pid": os.getpid(),
         "owner_start_time": start_time(os.getpid()),
         "created": time.time(),
@@ -81,11 +125,12 @@ class SandboxDir:
     """A sandbox directory as its state file describes it."""
 
     control_dir: Path
-    owner_pid: int
+    owner_pid: int  # in the owner's PID namespace: maybe no process, or another one, in ours
     owner_alive: bool
     created: float | None
     metadata: dict = field(default_factory=dict)
     processes: list[tuple[int, int]] = field(default_factory=list)
+    locked: bool = False  # made with a lock: only its lock's holder may remove it
 
     @property
     def sandbox_id(self) -> str:
@@ -111,27 +156,50 @@ def list_sandboxes(base_dir: Path) -> list[SandboxDir]:
             continue
         metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
         created = state.get("created") if isinstance(state.get("created"), (int, float)) else None
-        alive = started is not None and start_time(owner) == started
-        found.append(SandboxDir(control_dir, owner, alive, created, metadata, processes))
+        locked = state.get("lock") == LOCK_FILE
+        held = owner_lock.is_held(control_dir / LOCK_FILE) if locked else None
+        # No answer from the lock (a folder older than it, a file system without locks): the pid's.
+        alive = held if held is not None else started is not None and start_time(owner) == started
+        found.append(SandboxDir(control_dir, owner, alive, created, metadata, processes, locked))
     return found
 
 
-def remove_leftover(sandbox: SandboxDir) -> None:
+def remove_leftover(sandbox: SandboxDir) -> bool:
     """End what is left of a dead owner's sandbox (killing its init ends its whole PID namespace),
-    then remove its directory: its root holds the agent's files and the endpoint key."""
-    for pid in sandbox.live_processes():
+    then remove its folder: its root holds the agent's files and the endpoint key. Holds the
+    sandbox's lock throughout; False (nothing done) when the lock is held, by its owner or by
+    another cleaner, or already gone with the folder. Raises OSError for what it cannot remove."""
+    claim = None
+    if sandbox.locked:
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    remove_tree(sandbox.control_dir)
+            claim = owner_lock.take(sandbox.control_dir / LOCK_FILE)
+        except FileNotFoundError:  # another cleaner removed it meanwhile (the lock goes last)
+            return False
+        if claim is None:
+            return False
+    try:
+        for pid in sandbox.live_processes():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        remove_dir(sandbox.control_dir)
+    finally:
+        if claim is not None:
+            owner_lock.release(claim)
+    return True
 
 
 def remove_stale(base_dir: Path) -> list[str]:
-    """Remove the sandboxes whose owning process is gone (and their processes); return their ids."""
+    """Remove the sandboxes whose owner is gone (and their processes); return their ids. One
+    that cannot be removed is logged and skipped: it never stops a new sandbox."""
     removed: list[str] = []
     for sandbox in list_sandboxes(base_dir):
-        if not sandbox.owner_alive:  # a live owner (maybe another smoldata-tui): not ours to remove
-            remove_leftover(sandbox)
-            removed.append(sandbox.sandbox_id)
+        if sandbox.owner_alive:  # a live owner (maybe another smoldata-tui, anywhere): not ours to remove
+            continue
+        try:
+            if remove_leftover(sandbox):
+                removed.append(sandbox.sandbox_id)
+        except OSError as error:
+            _log.warning("could not remove the leftover sandbox %s: %s", sandbox.control_dir, error)
     return removed
