@@ -43,7 +43,7 @@ def flags(group: Group) -> list[str]:
     if group.zero_variance:
         found.append("no learning signal")
     if group.rejected:
-        found.append(f"rejected by the wrapper: attempt {', '.join(str(index) for index in group.rejected)}")
+        found.append(f"wrapper rejects attempt {', '.join(str(index) for index in group.rejected)}")
     if group.unreadable:
         found.append(f"unreadable: attempt {', '.join(str(index) for index in group.unreadable)}")
     return found

@@ -4,9 +4,10 @@ for the local bubblewrap sandboxes.
 A run ends its sandbox on every exit path short of SIGKILL (or a crash of the interpreter). What
 such a death leaves: the sandbox's folder under ``$XDG_CACHE_HOME/smoldata-tui/sandboxes`` (its
 root holds the agent's files and ``opencode.json`` with the endpoint key), maybe its processes,
-and a ``run.meta.json`` still saying ``running``. ``gc`` finds the sandboxes whose owner process
-is gone (by pid and start time: a reused pid is not mistaken for it), ends their processes,
-removes their folders, and marks the saved episodes of dead owners ``interrupted``.
+and a ``run.meta.json`` still saying ``running``. ``gc`` finds the sandboxes whose owner is gone
+(their lock is free: an owner in another PID namespace or container counts as alive; see
+:mod:`smoldata_tui.sandbox.registry`), ends their processes, removes their folders while holding
+their lock, and marks the saved episodes of dead owners ``interrupted``.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import TextIO
 
 from smoldata_tui.sandbox import registry
 from smoldata_tui.sandbox.local import default_base_dir
-from smoldata_tui.session.metadata import effective_status, is_trace_name, metadata_path_for
+from smoldata_tui.session.metadata import effective_status, is_trace_name, lock_path_for, metadata_path_for
 from smoldata_tui.session.metadata_reader import load_metadata
 from smoldata_tui.session.metadata_writer import mark_interrupted
+from smoldata_tui.session.owner import remove_stale_run_lock
 from smoldata_tui.trace.text import neutralize
 
 
@@ -111,16 +113,21 @@ def _collect(sandboxes: list[registry.SandboxDir], runs: Path, out: TextIO, err:
     failures = 0
     for sandbox in doomed:
         try:
-            registry.remove_leftover(sandbox)
-            print(f"removed {sandbox.sandbox_id}", file=out)
+            if registry.remove_leftover(sandbox):
+                print(f"removed {sandbox.sandbox_id}", file=out)
+            else:
+                print(f"kept {sandbox.sandbox_id}: its lock is held (its owner lives, or another gc removes it)", file=out)
         except OSError as exc:
             failures += 1
-            print(f"could not remove {sandbox.sandbox_id}: {exc.strerror or exc}", file=err)
+            print(f"could not remove {_safe(sandbox.control_dir)}: {_safe(exc.strerror or exc)}", file=err)
     for meta in episodes:
         try:
             if mark_interrupted(meta):
+                remove_stale_run_lock(lock_path_for(meta))
                 print(f"marked {_safe(meta.parent)} interrupted", file=out)
         except OSError as exc:
             failures += 1
-            print(f"could not mark {_safe(meta.parent)}: {exc.strerror or exc}", file=err)
+            print(f"could not mark {_safe(meta.parent)}: {_safe(exc.strerror or exc)}", file=err)
+    if failures:
+        print(f"local gc: {failures} thing(s) could not be cleaned up (said above); remove them by hand", file=err)
     return 1 if failures else 0

@@ -50,6 +50,34 @@ def test_running_with_a_dead_owner_is_interrupted_and_nothing_else_is():
     assert effective_status(EpisodeMetadata(status="finished", owner=_dead_owner())) == "finished"
 
 
+def test_a_run_that_took_the_lock_is_judged_by_its_lock_not_its_pid(tmp_path):
+    from smoldata_tui.session.owner import hold_run_lock
+
+    trace = tmp_path / "run.jsonl"
+    meta = tmp_path / "run.meta.json"
+
+    def status_with(owner: dict) -> str:
+        save_metadata(meta, EpisodeMetadata(status="running", owner=owner, trace="run.jsonl"))
+        return effective_status(load_metadata(meta))
+
+    run_lock = hold_run_lock(trace)
+    assert Path(run_lock.path) == tmp_path / "run.lock"
+    # Held: alive, whatever the pid says (a run in another PID namespace records its own pid).
+    assert status_with({**_dead_owner(), "lock": True}) == "running"
+    assert status_with({**_dead_owner(), "lock": True, "host": "some-other-host"}) == "running"
+    run_lock.release()
+    assert not (tmp_path / "run.lock").exists()
+    # The file gone with the lock: the run ended and removed it; not this reader's to call interrupted.
+    assert status_with({**owner_record(), "lock": True}) == "running"
+    # Left behind, free: its owner died without letting go, whatever pid it records (ours, alive).
+    (tmp_path / "run.lock").touch()
+    assert status_with({**owner_record(), "lock": True}) == "interrupted"
+    assert status_with({**owner_record(), "lock": True, "host": "some-other-host"}) == "running"  # can't tell
+    # A record without the lock (an older writer) is judged by its pid, as before.
+    assert status_with(owner_record()) == "running"
+    assert status_with(_dead_owner()) == "interrupted"
+
+
 def test_the_viewer_header_and_the_fleet_table_say_interrupted(tmp_path):
     from smoldata_tui.ui.screens.episode_status import episode_status
     from smoldata_tui.fleet.work import summarize_episode

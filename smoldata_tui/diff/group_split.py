@@ -44,6 +44,12 @@ def first_split(paths: Sequence[str], passing: Sequence[int], failing: Sequence[
             calls[index] = load_episode(paths[index], verdict_only=True).calls
         except DiffInputError:
             return None
+    return split_from_calls(calls, passing, failing)
+
+
+def split_from_calls(calls: dict[int, list[Call]] | list[list[Call]], passing: Sequence[int],
+                     failing: Sequence[int]) -> dict | None:  # fmt: skip
+    """:func:`first_split` of calls already read (indexed by attempt)."""
     step = split_step({index: calls[index] for index in passing}, {index: calls[index] for index in failing})
     if step is None:
         return None

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from smoldata_tui.session.episode_agent import follow_agent, recover_calls
-from smoldata_tui.session.episode_outcome import save_outcome
+from smoldata_tui.session.episode_outcome import note_release_failure, save_outcome
 from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the screens import them from here
     BACKENDS,
     CAPTURE_STAGE,
@@ -48,7 +48,7 @@ from smoldata_tui.session.capture_link import (
 from smoldata_tui.session.log_follower import LogFollower
 from smoldata_tui.session.metadata import PROMPT_CAP, EpisodeMetadata, metadata_path_for
 from smoldata_tui.session.metadata_writer import save_metadata
-from smoldata_tui.session.owner import owner_record
+from smoldata_tui.session.owner import hold_run_lock, owner_record
 from smoldata_tui.session.opencode_config import (
     agent_command,
     agent_environment,
@@ -135,6 +135,15 @@ class Episode:
         self.run_dir = new_run_dir(Path(spec.save_dir), spec.task.name, spec.run_name)
         trace_path = self.run_dir / "run.jsonl"
         trace_path.touch()
+        run_lock = hold_run_lock(trace_path)  # before the metadata says running: readers probe it
+        try:
+            return self._run_locked(trace_path, locked=run_lock is not None)
+        finally:
+            if run_lock is not None:
+                run_lock.release()  # after the outcome is saved: the file is gone once the run is
+
+    def _run_locked(self, trace_path: Path, *, locked: bool) -> EpisodeResult:
+        spec = self.spec
         metadata = EpisodeMetadata(
             task=spec.task.name,
             backend=spec.backend,
@@ -143,7 +152,7 @@ class Episode:
             opencode_version=spec.opencode_version,
             started_at=now_utc(),
             status="running",
-            owner=owner_record(),  # a reader that finds it running with this process gone says interrupted
+            owner=owner_record(locked=locked),  # a reader that finds it running with its owner gone says interrupted
             trace=trace_path.name,
             config=redacted(self._opencode_json),
             prompt=spec.task.instruction[:PROMPT_CAP],
@@ -330,13 +339,17 @@ class Episode:
             result.metadata.timings[name] = round(time.monotonic() - started, 3)
         observer.stage(name, "done", time.monotonic() - started)
 
-    def _kill_sandbox(self) -> None:
+    def _kill_sandbox(self) -> str | None:
+        """Release the sandbox; what went wrong, when it could not be (its folder may hold the key)."""
         sandbox, self._sandbox = self._sandbox, None
         if sandbox is not None:
             try:
                 sandbox.kill()
             except Exception as exc:  # noqa: BLE001 - report, never mask the episode's outcome
-                self.observer.stage("release sandbox", "failed", 0.0, clip(self._scrubber.text(f"{type(exc).__name__}: {exc}"), 300))
+                message = clip(self._scrubber.text(f"{type(exc).__name__}: {exc}"), 300)
+                self.observer.stage("release sandbox", "failed", 0.0, message)
+                return message
+        return None
 
     def _release(self, result: EpisodeResult) -> None:
         session, self._session = self._session, None
@@ -351,7 +364,9 @@ class Episode:
             result.metadata.capture = finish_capture(capture, result.trace_path, self._scrubber.text, say)
         elif self.spec.harness != "opencode-env":
             result.metadata.capture = {"enabled": False}
-        self._kill_sandbox()
+        release_failed = self._kill_sandbox()
+        if release_failed is not None:
+            note_release_failure(result, release_failed)
         # A divergence quotes tool results as they are now: the agent may have printed the key.
         result.divergences = [json.loads(self._scrubber.text(json.dumps(item, default=str)))
                               for item in self.spec.endpoint.divergences()]  # fmt: skip

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from smoldata_tui.session.episode_spec import EpisodeResult, now_utc
+from smoldata_tui.session.episode_spec import EpisodeFailed, EpisodeResult, now_utc
 from smoldata_tui.session.metadata import Grade
 from smoldata_tui.session.metadata_writer import save_metadata
 
@@ -33,6 +33,18 @@ def save_outcome(result: EpisodeResult, stop_reason: str | None, scrub: Callable
         )
         metadata.caps_hit.extend(result.grade.caps_hit)
     save_metadata(result.metadata_path, metadata, scrub=scrub)
+
+
+def note_release_failure(result: EpisodeResult, reason: str) -> None:
+    """A sandbox that could not be removed ends the episode in error, whatever the agent and the
+    grade did: its folder is left with the agent's files (and maybe the endpoint key), and a run
+    that says "finished" would hide that. An earlier error keeps its stage; the reason is added."""
+    said = f"the sandbox could not be removed: {reason}"
+    if result.error is not None:
+        result.error = EpisodeFailed(result.error.stage, f"{result.error.reason}; {said}")
+    else:
+        result.error = EpisodeFailed("release sandbox", said)
+    result.status = "error"
 
 
 def _save_json(path: Path, items: list, scrub: Callable[[str], str]) -> None:

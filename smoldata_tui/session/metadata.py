@@ -38,7 +38,7 @@ written)::
       "proxy_trace": null,                    # opencode-env: its proxy trace's file name
       "error": null,                          # {"stage", "message"} when status is "error"
       "stop_reason": null,                    # what stopped it early: "q (quit)", "Ctrl+C (cancel confirmed)", "SIGTERM"…
-      "owner": {"pid": 4242, "start_time": 123456, "boot_id": "…", "host": "box"},  # the process running it
+      "owner": {"pid": 4242, "start_time": 123456, "boot_id": "…", "host": "box", "lock": true},  # who runs it
       "caps_hit": [],
       "capture": {"enabled": true, "where": "host", "level": "tokens", "trainable": true, …},
       "prompt": "Find the sales region with the highest total revenue in 2024.…"
@@ -50,7 +50,9 @@ keys they do not know (newer writers may add some) and refuse a newer major
 episode (``status: running``, with its ``owner`` process) and rewrites it, atomically, whenever
 something changes. A ``running`` episode whose owner is gone (SIGKILL, a crash, a reboot) never
 got to say how it ended: :func:`effective_status` reads it as ``interrupted``, and every reader
-shows that.
+shows that. Gone means: the lock on ``run.lock`` beside it is free (the owner holds it for the
+whole run, in whatever PID namespace it runs; ``owner.lock`` says it took one), or for an
+episode saved before the lock, its pid and start time name no process.
 
 Secrets never reach the file or the screen: :func:`~smoldata_tui.session.credentials.redact` drops every config key whose
 name contains key/token/secret/password/authorization and every value that looks like a
@@ -69,7 +71,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from smoldata_tui.session.owner import owner_alive
+from smoldata_tui.session.owner import LOCK_SUFFIX, owner_alive
 
 FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
@@ -140,7 +142,7 @@ class EpisodeMetadata:
     proxy_trace: str | None = None  # opencode_env's per-turn proxy records, beside the trace
     error: dict | None = None  # why the run errored: {"stage", "message"}; null otherwise
     stop_reason: str | None = None  # what stopped the episode early (a key, a signal, a closed terminal)
-    owner: dict = field(default_factory=dict)  # {pid, start_time, boot_id, host} of the running process
+    owner: dict = field(default_factory=dict)  # {pid, start_time, boot_id, host, lock} of the running process
     # Each host limit an agent-controlled size reached: {cap, limit, seen} (docs/episode-format.md).
     caps_hit: list[dict] = field(default_factory=list)
     # The capture proxy: {enabled, level, trainable, max_output_tokens, thinking, requests,
@@ -149,6 +151,8 @@ class EpisodeMetadata:
     # The task's instruction as the agent was given it (the first PROMPT_CAP characters).
     prompt: str | None = None
     schema_version: int = SCHEMA_VERSION
+    # Not saved: the run's lock file beside the file this was read from (load_metadata sets it).
+    lock_path: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def effective_status(self) -> str | None:
@@ -216,7 +220,7 @@ def effective_status(metadata: EpisodeMetadata | None) -> str | None:
     place this is decided: the viewer, the picker, the home screen and ``gc`` all ask here."""
     if metadata is None:
         return None
-    if metadata.status == "running" and owner_alive(metadata.owner) is False:
+    if metadata.status == "running" and owner_alive(metadata.owner, metadata.lock_path) is False:
         return "interrupted"
     return metadata.status
 
@@ -233,6 +237,13 @@ def sibling_path(trace: str | os.PathLike[str], suffix: str) -> str:
     dot = name.rfind(".")
     stem = name[:dot] if 0 < dot < len(name) - 1 else name
     return trace[:cut] + stem + suffix
+
+
+def lock_path_for(metadata_path: str | os.PathLike[str]) -> str | None:
+    """``run.meta.json`` → ``run.lock``, the file its running owner holds locked
+    (:mod:`~smoldata_tui.session.owner`); None for a name without the metadata suffix."""
+    path = os.fspath(metadata_path)
+    return path[: -len(METADATA_SUFFIX)] + LOCK_SUFFIX if path.endswith(METADATA_SUFFIX) else None
 
 
 def metadata_path_for(trace: str | os.PathLike[str]) -> Path:

@@ -19,6 +19,7 @@ from smoldata_tui.session.metadata import (
     STATUSES,
     EpisodeMetadata,
     Grade,
+    lock_path_for,
     redacted_error,
 )
 from smoldata_tui.trace.reader import read_at_most
@@ -196,6 +197,8 @@ def load_metadata(path: str | os.PathLike[str], problems: list[str] | None = Non
                 notes.append(f"it is not valid JSON ({exc})")
             else:
                 metadata = metadata_from_json(decoded, notes)
+                if metadata is not None:
+                    metadata.lock_path = lock_path_for(path)  # whether a running owner lives
     if problems is not None:
         problems.extend(f"{os.path.basename(path)}: {note}" for note in notes)
     return metadata

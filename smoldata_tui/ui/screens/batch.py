@@ -47,6 +47,7 @@ class BatchScreen(Screen[None]):
         Binding("enter", "open", "Follow this episode"),
         Binding("c", "cancel_one", "Cancel this episode"),
         Binding("C", "cancel('C')", "Cancel every episode"),
+        Binding("a", "attempt_groups", "Attempt groups: what GRPO learns"),
         Binding("escape", "cancel('Esc')", "Cancel every episode", show=False),
         Binding("q", "quit_episode", "Quit"),
     ]
@@ -173,6 +174,12 @@ class BatchScreen(Screen[None]):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()  # the table takes Enter for itself: it means "follow this episode" here
         self.action_open()
+
+    def action_attempt_groups(self) -> None:
+        """The groups of the episodes saved so far (rewards of running ones are not known yet)."""
+        from smoldata_tui.ui.screens.groups import GroupsScreen
+
+        self.app.push_screen(GroupsScreen(folder=self.batch.folder))
 
     def action_cancel_one(self) -> None:
         run = self._current()

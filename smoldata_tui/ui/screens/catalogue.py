@@ -21,8 +21,13 @@ def catalogue_for(screen: Screen) -> list[KeyHelp]:
     from smoldata_tui.ui.widgets.timeline import Timeline
     from smoldata_tui.ui.widgets.training_panel import TurnTable
 
+    from smoldata_tui.ui.screens.group import GroupScreen
+    from smoldata_tui.ui.screens.groups import GroupsScreen
+
     if isinstance(screen, FleetScreen):
         groups = [("Fleet table", FleetScreen), ("Rows", FleetTable)]
+    elif isinstance(screen, (GroupsScreen, GroupScreen)):
+        groups = [("Attempt groups", GroupsScreen), ("One group", GroupScreen)]
     else:
         groups = [
             ("Timeline", Timeline),

@@ -46,6 +46,7 @@ class FleetScreen(Screen[None]):
         Binding("t", "filter_task", "Only this row's task", show=False),
         Binding("u", "clear_filters", "Clear every filter", show=False),
         Binding("b", "group", "Group by task"),
+        Binding("a", "attempt_groups", "Attempt groups: what GRPO learns"),
         Binding("space", "mark", "Mark for diff", show=False),
         Binding("d", "diff", "Diff the two marked episodes"),
         Binding("question_mark", "help", "Keys"),
@@ -84,7 +85,7 @@ class FleetScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         folder = clip(str(self.folder), 120)
         title = Text(f" episodes in {folder}", "bold")
-        title.append("   Enter opens · / filters · s sorts · b groups by task · ? keys", "dim")
+        title.append("   Enter opens · / filters · s sorts · b groups by task · a attempt groups · ? keys", "dim")
         yield ThemedStatic(title, id="fleet-title")
         yield ThemedStatic(id="fleet-totals")
         yield Input(placeholder="filter: words to find in the episode, task, model, status, verdict, findings",
@@ -295,6 +296,15 @@ class FleetScreen(Screen[None]):
     def action_group(self) -> None:
         self.grouped = not self.grouped
         self._redraw()
+
+    def action_attempt_groups(self) -> None:
+        from smoldata_tui.ui.screens.groups import GroupsScreen
+
+        summaries = [summary for summary in self.summaries.values() if summary.error is None]
+        if not summaries:
+            self.app.notify("no episode has been read yet", severity="warning")
+            return
+        self.app.push_screen(GroupsScreen(summaries))
 
     def action_mark(self) -> None:
         row = self.table.current

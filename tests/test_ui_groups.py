@@ -1,0 +1,61 @@
+"""The attempt groups on screen: the real app driven by Pilot over a batch folder written as
+``smoldata-tui run`` writes one (fleet table → ``a`` → a group → its steps and the diff)."""
+
+from __future__ import annotations
+
+import pytest
+
+from smoldata_tui.ui.screens.diff import DiffScreen
+from smoldata_tui.ui.screens.group import GroupScreen
+from smoldata_tui.ui.screens.groups import GroupsScreen
+from smoldata_tui.ui.screens.help import HelpScreen
+
+from .test_groups import RIGHT, WRONG, _batch, _trace
+from .test_ui_fleet import fleet_ready
+from .test_ui_helpers import replay_app, screen_lines, wait_for
+
+
+@pytest.fixture(autouse=True)
+def cache_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+async def test_the_fleet_opens_its_groups_most_signal_first_then_a_group_at_its_split(tmp_path, size):
+    _batch(tmp_path / "batch", [("same-task", 0, 1.0, _trace(RIGHT)), ("same-task", 1, 1.0, _trace(RIGHT)),
+                                ("split-task", 0, 1.0, _trace(RIGHT)), ("split-task", 1, 0.0, _trace(WRONG)),
+                                ("split-task", 2, 1.0, _trace(RIGHT, repeat_id=True))])  # fmt: skip
+    app = replay_app(tmp_path / "batch")
+    async with app.run_test(size=size) as pilot:
+        await fleet_ready(pilot, 5)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupsScreen), what="the groups")
+        groups = app.screen
+        assert [group.task for group in groups.groups] == ["split-task", "same-task"]  # learning signal first
+        await pilot.pause()
+        text = "\n".join(screen_lines(app))
+        assert "no learning signal" in text and "split-task" in text
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the keys")
+        assert "Open the group" in "\n".join(screen_lines(app))
+        await pilot.press("escape")
+
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen), what="one group")
+        group = app.screen
+        await wait_for(pilot, lambda: group.calls is not None, what="the attempts' calls")
+        await pilot.pause()
+        assert group.group.first_split["step"] == 2
+        text = "\n".join(screen_lines(app))
+        assert "first split at step 2" in text and "wrapper rejects attempt 2" in text
+        steps = group.query_one("#group-steps")
+        assert steps.cursor_row == 1  # the split's step is selected
+
+        await pilot.press("d")  # nothing marked: the first passing against the first failing attempt
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen), what="the diff")
+        diff = app.screen
+        assert diff.a_path.endswith("split-task-0/run.jsonl") and diff.b_path.endswith("split-task-1/run.jsonl")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is group, what="back to the group")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is groups, what="back to the groups")
