@@ -59,3 +59,26 @@ async def test_the_fleet_opens_its_groups_most_signal_first_then_a_group_at_its_
         await wait_for(pilot, lambda: app.screen is group, what="back to the group")
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is groups, what="back to the groups")
+
+
+async def test_signatures_count_the_fleet_filter_it_and_open_an_exemplar(tmp_path):
+    from smoldata_tui.ui.screens.episode import EpisodeScreen
+    from smoldata_tui.ui.screens.signatures import SignaturesScreen
+
+    _batch(tmp_path / "batch", [("t", 0, 1.0, _trace(RIGHT)), ("t", 1, 0.0, _trace(WRONG)), ("t", 2, 0.0, _trace(WRONG)),
+                                ("t", 3, 1.0, _trace(RIGHT, repeat_id=True))])  # fmt: skip
+    app = replay_app(tmp_path / "batch")
+    async with app.run_test(size=(120, 30)) as pilot:
+        fleet = await fleet_ready(pilot, 4)
+        await pilot.press("i")
+        await wait_for(pilot, lambda: isinstance(app.screen, SignaturesScreen), what="the signatures")
+        assert [(signature, count) for signature, count, _ in app.screen.rows] == [
+            ("clean · finished · last bash · fail", 2), ("clean · finished · last bash · pass", 1),
+            ("duplicate_call_id · finished · last bash · pass", 1)]  # fmt: skip
+        await pilot.press("f")
+        await wait_for(pilot, lambda: app.screen is fleet, what="back to the fleet")
+        await wait_for(pilot, lambda: len(fleet.table.rows) == 2, what="the two episodes of that signature")
+        assert "signature clean · finished · last bash · fail" in "\n".join(screen_lines(app))
+        await pilot.press("u", "i", "down", "down", "enter")  # the repeated-id signature's exemplar
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), what="the exemplar")
+        assert app.screen.path.parent.name == "t-3"

@@ -47,6 +47,7 @@ class FleetScreen(Screen[None]):
         Binding("u", "clear_filters", "Clear every filter", show=False),
         Binding("b", "group", "Group by task"),
         Binding("a", "attempt_groups", "Attempt groups: what GRPO learns"),
+        Binding("i", "signatures", "Signatures: episodes by kind of failure", show=False),
         Binding("space", "mark", "Mark for diff", show=False),
         Binding("d", "diff", "Diff the two marked episodes"),
         Binding("question_mark", "help", "Keys"),
@@ -305,6 +306,21 @@ class FleetScreen(Screen[None]):
             self.app.notify("no episode has been read yet", severity="warning")
             return
         self.app.push_screen(GroupsScreen(summaries))
+
+    def action_signatures(self) -> None:
+        from smoldata_tui.ui.screens.signatures import SignaturesScreen
+
+        shown = [row for row in self.table.rows if isinstance(row, EpisodeSummary)]
+        self.app.push_screen(SignaturesScreen(shown or list(self.summaries.values())), self._signature_chosen)
+
+    def _signature_chosen(self, choice: tuple[str, str] | None) -> None:
+        if choice is None:
+            return
+        what, value = choice
+        if what == "filter":
+            self.set_filter(FleetFilter(**{**self.fleet_filter.__dict__, "signature": value}))
+        elif value in self.summaries:
+            self._open(self.summaries[value])
 
     def action_mark(self) -> None:
         row = self.table.current

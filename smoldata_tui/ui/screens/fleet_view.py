@@ -128,6 +128,7 @@ class FleetFilter:
     grade_zero: bool = False
     task: str | None = None
     kind: str | None = None  # a finding kind
+    signature: str | None = None  # EpisodeSummary.signature
     text: str = ""
 
     def matches(self, s: EpisodeSummary, folder: Path) -> bool:
@@ -140,6 +141,8 @@ class FleetFilter:
         if self.task is not None and (s.task or NO_TASK) != self.task:
             return False
         if self.kind is not None and self.kind not in s.kinds:
+            return False
+        if self.signature is not None and s.signature != self.signature:
             return False
         if self.text:
             haystack = " ".join(
@@ -161,6 +164,8 @@ class FleetFilter:
             parts.append(f"task {safe(self.task, 40)}")
         if self.kind is not None:
             parts.append(f"finding {safe(self.kind, 30)}")
+        if self.signature is not None:
+            parts.append(f"signature {safe(self.signature, 60)}")
         if self.text:
             parts.append(f"\u201c{safe(self.text, 40)}\u201d")
         return ", ".join(parts)
