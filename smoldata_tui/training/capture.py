@@ -39,7 +39,8 @@ from smoldata_tui.training import capture_policy
 from smoldata_tui.training.capture_policy import NOT_TRAINABLE, TRAINING_OUTPUT_CAP, CaptureFailed
 from smoldata_tui.training.requests import RequestLog
 
-__all__ = ["NOT_TRAINABLE", "TRAINING_OUTPUT_CAP", "CaptureFailed", "CaptureRecord", "ModelCapture", "prefetch"]
+__all__ = ["NOT_TRAINABLE", "TRAINING_OUTPUT_CAP", "CaptureFailed", "CaptureRecord", "ModelCapture", "describe_capture",
+           "prefetch"]
 _prefetched: threading.Thread | None = None
 _prefetch_lock = threading.Lock()
 
@@ -87,6 +88,7 @@ class CaptureRecord:
     not_trainable_because: str | None = None
     port: int | None = None  # where it listened (on the host, or inside the sandbox), while the episode ran
     openenv_version: str | None = None  # the openenv the sandbox's proxy ran (where="sandbox")
+    openenv_from: str | None = None  # where="sandbox": "sandbox" (its own openenv) or "bundle" (the host's, uploaded)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -100,6 +102,24 @@ class CaptureRecord:
 
 def level_line(record: CaptureRecord) -> str:
     return f"capture level {record.level}: " + ("trainable (token ids and logprobs)" if record.trainable else record.not_trainable_because)
+
+
+def describe_capture(record: object) -> str | None:
+    """``run.meta.json``'s ``capture`` in one line, as the viewer shows it; None when there is no
+    record (opencode_env's own proxy, or a file written before capture existed)."""
+    if not isinstance(record, dict) or not record:
+        return None
+    if record.get("enabled") is False:
+        return "off (--no-capture)"
+    if isinstance(record.get("failed"), str):
+        return f"failed: {record['failed']}"
+    if record.get("started") is False:
+        return "not started (the episode ended before the capture proxy stage)"
+    level = record.get("level")
+    if not isinstance(level, str) or not level:
+        return "on (no level recorded)"
+    why = record.get("not_trainable_because")
+    return f"{level}: " + ("trainable" if record.get("trainable") is True else why if isinstance(why, str) else "not trainable")
 
 
 class ModelCapture:

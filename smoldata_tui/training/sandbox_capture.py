@@ -3,10 +3,12 @@
 A Daytona sandbox cannot reach the user's host, and the host reaches the sandbox only through
 Daytona's API. So, as opencode_env does, the proxy runs beside OpenCode: :mod:`capture_policy`
 (the very file the host's proxy uses) is uploaded into a fresh folder in the sandbox and run with
-the sandbox's ``python3``, which must have openenv ≥ 0.10; when it has none, openenv (the host's
-version) is installed with pip in the sandbox, said as a step of the stage. The runner probes the
-endpoint from inside the sandbox, serves openenv's ``CaptureServer`` on the sandbox's
-127.0.0.1 in training's policy, mints the session and writes ``ready.json``; OpenCode's
+the sandbox's ``python3``. When that Python has openenv ≥ 0.10 it runs as is; otherwise the host's
+capture bundle (:mod:`capture_bundle`: the modules the runner loads, compiled files for that
+Python) is uploaded into the same folder and unpacked, and the runner starts isolated from the
+system Python (``-I -S``) with the bundle first on ``sys.path``: no pip, nothing installed. The
+runner probes the endpoint from inside the sandbox, serves openenv's ``CaptureServer`` on the
+sandbox's 127.0.0.1 in training's policy, mints the session and writes ``ready.json``; OpenCode's
 ``opencode.json`` names that port and session id.
 
 The host and the runner talk through files in that folder, over the sandbox protocol: the host
@@ -33,23 +35,21 @@ from smoldata_tui.sandbox.errors import FileTooLarge
 from smoldata_tui.session.credentials import redact_text
 from smoldata_tui.training import capture_policy as policy
 from smoldata_tui.training.capture import CaptureRecord, level_line, prefetch
+from smoldata_tui.training.capture_bundle import SITE, SandboxPython, bundle_for, last_line, parse_probe, probe_script
 from smoldata_tui.training.capture_policy import TRAINING_OUTPUT_CAP, CaptureFailed
 from smoldata_tui.training.requests import MAX_REQUESTS_BYTES
 from smoldata_tui.training.trace_file import MAX_TRAINING_BYTES
 
 READY_TIMEOUT_S = 600.0  # openenv's import (seconds) and the probe (up to 60 s) on a slow sandbox
 DONE_TIMEOUT_S = 120.0
-PIP_TIMEOUT_S = 900.0
+UNPACK_TIMEOUT_S = 300.0
 MAX_SMALL_BYTES = 1 << 20  # ready.json, done.json, the runner's log tail
-_FIND_PYTHON = (
-    "for p in python3 python; do command -v $p >/dev/null 2>&1 || continue; "
-    # Where openenv's capture package is, not importing it (that takes seconds; the runner reports a broken one).
-    "v=$($p -c 'import importlib.metadata as m, importlib.util as u, os; s = u.find_spec(\"openenv\"); "
-    "assert os.path.isfile(os.path.join(s.submodule_search_locations[0], \"core/harness/capture/runner.py\")); "
-    "print(m.version(\"openenv\"))' 2>/dev/null) "
-    '&& { echo "$p $v"; exit 0; }; done; '
-    'for p in python3 python; do command -v $p >/dev/null 2>&1 && { echo "$p"; exit 3; }; done; exit 4'
-)
+MAX_REASON = 420  # what the sandbox says, within the stage's one-line failure message
+BUNDLE = "bundle.tar.gz"
+# The runner with the bundle: isolated from the system Python (-I: no user site, no PYTHON*
+# variables; -S: no site-packages), the bundle's folder first on sys.path instead.
+_LAUNCH = (f"import sys; sys.path[:0] = [sys.argv[1] + '/{SITE}', sys.argv[1]]; import capture_policy; "
+           "sys.exit(capture_policy.run_in_sandbox(sys.argv[1]))")
 
 
 def _host_openenv() -> str:
@@ -96,18 +96,17 @@ class SandboxCapture:
 
     # --- start ------------------------------------------------------------------------------
     def start(self, say: Callable[[str], None]) -> None:
-        python = self._python(say)
+        runner = self._runner_command(say)
         say(f"starting openenv's capture proxy inside the sandbox (the sandbox cannot reach this host), model {self.model}")
         self._sandbox.write_text(self._path("capture_policy.py"), Path(policy.__file__).read_text(encoding="utf-8"))
         config = {"llm_url": self.llm_url, "model": self.model, "api_key": self._api_key,
                   "max_output_tokens": self.record.max_output_tokens}  # fmt: skip
         self._sandbox.write_text(self._path(policy.CONFIG), json.dumps(config))
-        folder = shlex.quote(self.folder)
-        self._job = self._sandbox.start_bg(f"cd {folder} && exec {python} capture_policy.py {folder} >> {policy.LOG} 2>&1")
+        self._job = self._sandbox.start_bg(f"cd {shlex.quote(self.folder)} && exec {runner} >> {policy.LOG} 2>&1")
         say(f"probing {self.llm_url} from inside the sandbox for token ids and logprobs")
         ready = self._wait_for((policy.READY, policy.FAILED), READY_TIMEOUT_S, "start")
         if ready[0] == policy.FAILED:
-            raise CaptureFailed(f"the capture proxy in the sandbox did not start: {_text(ready[1].get('reason'))}")
+            raise CaptureFailed(f"the capture proxy in the sandbox did not start: {_text(ready[1].get('reason'), MAX_REASON)}")
         found = ready[1]
         port, session_id = found.get("port"), found.get("session_id")
         if type(port) is not int or not isinstance(session_id, str) or not session_id:
@@ -124,26 +123,41 @@ class SandboxCapture:
         say(level_line(self.record))
         say(f"capture proxy in the sandbox on 127.0.0.1:{port}: max_tokens ≤ {self.record.max_output_tokens}, thinking disabled")
 
-    def _python(self, say: Callable[[str], None]) -> str:
-        """The sandbox's Python with openenv's capture layer, installing openenv when it is missing."""
-        found = self._sandbox.exec(_FIND_PYTHON, timeout=120)
-        words = found.stdout.split()
-        if found.exit_code == 0 and len(words) == 2:
-            self.record.openenv_version = words[1]
-            say(f"openenv {words[1]} is in the sandbox ({words[0]}): nothing to install")
-            return words[0]
-        if found.exit_code != 3 or not words:
-            raise CaptureFailed("the sandbox has no python3, so the capture proxy cannot run in it: run with --no-capture")
-        wanted = _host_openenv()
-        say(f"openenv is not in the sandbox: installing openenv=={wanted} with pip (in the sandbox only, minutes)")
-        installed = self._sandbox.exec(f"{words[0]} -m pip install -q {shlex.quote(f'openenv=={wanted}')}", timeout=PIP_TIMEOUT_S)
-        again = self._sandbox.exec(_FIND_PYTHON, timeout=120)
-        if installed.exit_code != 0 or again.exit_code != 0 or len(again.stdout.split()) != 2:
-            reason = _text((installed.stderr or installed.stdout).strip()[-300:])
-            raise CaptureFailed(f"installing openenv in the sandbox failed ({reason}): run with --no-capture")
-        self.record.openenv_version = again.stdout.split()[1]
-        say(f"openenv {self.record.openenv_version} installed in the sandbox")
-        return again.stdout.split()[0]
+    def _runner_command(self, say: Callable[[str], None]) -> str:
+        """How the runner starts in the capture folder: on the sandbox's own openenv when it has
+        one, else on the host's bundle, uploaded and unpacked there first."""
+        probe = self._sandbox.exec(probe_script(), timeout=120)
+        found = parse_probe(probe.exit_code, probe.stdout, probe.stderr)
+        folder = shlex.quote(self.folder)
+        if found.has_capture_layer:
+            self.record.openenv_version, self.record.openenv_from = found.openenv, "sandbox"
+            say(f"openenv {found.openenv} is in the sandbox ({found.command}): nothing to install")
+            return f"{found.command} capture_policy.py {folder}"
+        bundle, summary = bundle_for(found, say)
+        fetched = f"; {', '.join(summary['fetched'])} built for it" if summary["fetched"] else ""
+        say(f"the sandbox's {found.describe()} has no openenv ≥ 0.10: uploading the capture bundle "
+            f"({summary['files']} files, {summary['bytes'] / 1e6:.1f} MB{fetched}); nothing is installed")  # fmt: skip
+        if summary["left_out"]:
+            say(f"left out of the bundle (no wheel for {found.tag}): {'; '.join(summary['left_out'])}")
+        self._unpack(bundle, found)
+        self.record.openenv_version, self.record.openenv_from = _host_openenv(), "bundle"
+        return f"{found.command} -I -S -c {shlex.quote(_LAUNCH)} {folder}"
+
+    def _unpack(self, bundle: Path, found: SandboxPython) -> None:
+        """The bundle into the capture folder, with the sandbox's ``tar`` or, lacking it, its Python."""
+        remote = self._path(BUNDLE)
+        upload = getattr(self._sandbox, "upload_file", None)
+        if upload is not None:
+            upload(bundle, remote)
+        else:
+            self._sandbox.write_bytes(remote, bundle.read_bytes())
+        extract = f"import tarfile; tarfile.open({BUNDLE!r}).extractall('.')"
+        script = (f"cd {shlex.quote(self.folder)} && if command -v tar >/dev/null 2>&1; then tar -xzf {BUNDLE}; "
+                  f"else {found.command} -I -S -c {shlex.quote(extract)}; fi && rm -f {BUNDLE}")  # fmt: skip
+        unpacked = self._sandbox.exec(script, timeout=UNPACK_TIMEOUT_S)
+        if unpacked.exit_code != 0:
+            said = last_line(unpacked.stderr) or last_line(unpacked.stdout) or f"exit code {unpacked.exit_code}"
+            raise CaptureFailed(f"unpacking the capture bundle in the sandbox failed: {_text(said, MAX_REASON)}")
 
     def _wait_for(self, names: tuple[str, ...], timeout_s: float, what: str) -> tuple[str, dict[str, Any]]:
         """(the first of ``names`` the runner wrote, its JSON), waiting inside the sandbox a few
@@ -171,8 +185,9 @@ class SandboxCapture:
                 raise CaptureFailed(f"the capture proxy in the sandbox did not finish its {what} within {timeout_s:g} s: {self._log_tail()}")
 
     def _log_tail(self) -> str:
-        reply = self._sandbox.exec(f"tail -c 400 {shlex.quote(self._path(policy.LOG))}", timeout=60)
-        return _text(" ".join(reply.stdout.split())) or "(no output)"
+        """The runner log's last line: where a traceback says why."""
+        reply = self._sandbox.exec(f"tail -c 4000 {shlex.quote(self._path(policy.LOG))}", timeout=60)
+        return _text(last_line(reply.stdout), MAX_REASON) or "(no output)"
 
     # --- the end ----------------------------------------------------------------------------
     def training_trace(self):

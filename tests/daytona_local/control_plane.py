@@ -15,13 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from smoldata_tui.sandbox.host_python import host_python_path
+from smoldata_tui.sandbox.host_python import DEFAULT_PATH, host_python_path
 from smoldata_tui.sandbox import SandboxError
 from tests.daytona_local.builds import ImageBuild
 from tests.daytona_local.state import SandboxRecord, base_image, error_response, now_iso, sandbox_json
 
 if TYPE_CHECKING:
     from tests.daytona_local.server import LocalDaytona
+
+# A "no-python" image's sandboxes (server.IMAGE_KINDS) find /usr/bin's commands but python* here,
+# on a PATH without /usr/bin and /bin.
+NO_PYTHON_BIN = "/opt/no-python/bin"
+NO_PYTHON_PATH = f"/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:{NO_PYTHON_BIN}"
 
 # Fields the list endpoint leaves out (SandboxListItem has no env, build info or network details).
 _LIST_OMITS = ("env", "kvm", "buildInfo", "volumes", "outboundProxyUrl", "otelEndpointOverride")
@@ -111,11 +116,14 @@ class ControlPlane:
 
     def _create_local(self, params: dict[str, Any]):
         with_opencode = bool(params.get("snapshot")) or base_image(params) in self.server.images_with_opencode
-        backend = self.server.backend(with_opencode)
+        kind = None if params.get("snapshot") else self.server.image_kinds.get(base_image(params))
+        backend = self.server.backend(with_opencode, kind)
         ttl_minutes = params.get("ttlMinutes") or 0
-        # Like the environment's data-agent image, every sandbox has a Python with the packages
-        # opencode_env's logging proxy needs (the host's interpreter, bound read-only).
-        envs = {"PATH": host_python_path(), **dict(params.get("env") or {})}
+        # Like the environment's data-agent image, a sandbox has a Python with the packages
+        # opencode_env's logging proxy needs (the host's interpreter, bound read-only), unless its
+        # image is of a kind that has only its own (server.IMAGE_KINDS).
+        path = host_python_path() if kind is None else NO_PYTHON_PATH if kind == "no-python" else DEFAULT_PATH
+        envs = {"PATH": path, **dict(params.get("env") or {})}
         return backend.create(timeout_s=ttl_minutes * 60 or None, envs=envs,
                               metadata={"daytona_name": params.get("name") or ""})  # fmt: skip
 

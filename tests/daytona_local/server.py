@@ -12,6 +12,8 @@ import asyncio
 import copy
 import functools
 import secrets
+import shutil
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +30,10 @@ from tests.daytona_local.faults import DROPPED, Faults, Pattern, make_middleware
 from tests.daytona_local.state import SandboxRecord, ServerState
 
 DEFAULT_IMAGES_WITH_OPENCODE = frozenset({"docker.io/savatar101/env-data-agent-train:base"})
+# What a sandbox's image has besides this host's system (image_kinds): "plain" is a plain Debian
+# image, its own externally managed /usr/bin/python3 and nothing else (no host Python, no openenv,
+# no `python`); "no-python" is that without any Python. Images not named get the host's Python.
+IMAGE_KINDS = ("plain", "no-python")
 OPENCODE_BIN = "/root/.opencode/bin"  # where opencode_env installs OpenCode and looks for it
 _START_TIMEOUT_S = 10
 _SHUTDOWN_TIMEOUT_S = 5  # handlers still running at stop (a followed log) get this long to finish
@@ -41,9 +47,13 @@ class LocalDaytona:
         images_with_opencode: set[str] | frozenset[str] = DEFAULT_IMAGES_WITH_OPENCODE,
         sandbox_base_dir: Path | str | None = None,
         build_seconds: float = 0.0,
+        image_kinds: dict[str, str] | None = None,
     ) -> None:
         self.opencode_bin_dir = Path(opencode_bin_dir) if opencode_bin_dir is not None else None
         self.images_with_opencode = set(images_with_opencode)
+        self.image_kinds = dict(image_kinds or {})
+        if not set(self.image_kinds.values()) <= set(IMAGE_KINDS):
+            raise ValueError(f"image kinds are {', '.join(IMAGE_KINDS)}, not {sorted(self.image_kinds.values())}")
         self.sandbox_base_dir = Path(sandbox_base_dir) if sandbox_base_dir is not None else None
         self.api_key = secrets.token_urlsafe(24)
         self.state = ServerState()
@@ -53,7 +63,8 @@ class LocalDaytona:
         self._background: set[asyncio.Task] = set()  # touched on the loop only
         self.open_log_sockets: set[asyncio.BaseTransport] = set()  # touched on the loop only
         self.port: int | None = None
-        self._backends: dict[bool, LocalSandboxBackend] = {}
+        self._backends: dict[tuple[bool, str | None], LocalSandboxBackend] = {}
+        self._no_python_dir: Path | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -85,6 +96,8 @@ class LocalDaytona:
             self._thread.join()
             self._loop.close()
             self._pool.shutdown(wait=True)
+            if self._no_python_dir is not None:
+                shutil.rmtree(self._no_python_dir, ignore_errors=True)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -130,19 +143,32 @@ class LocalDaytona:
     def toolbox_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/toolbox"
 
-    def backend(self, with_opencode: bool) -> LocalSandboxBackend:
+    def backend(self, with_opencode: bool, kind: str | None = None) -> LocalSandboxBackend:
         """The backend for a new sandbox: with OpenCode bound read-only where opencode_env looks for
         it when the sandbox's image (or snapshot) would have it preinstalled. An image does not link
-        /root/workdir to /workdir: the environment's own setup does that, as it must in Daytona."""
+        /root/workdir to /workdir: the environment's own setup does that, as it must in Daytona.
+        ``kind`` (an ``IMAGE_KINDS`` name) None: the host's Python is bound in as well."""
         with_opencode = with_opencode and self.opencode_bin_dir is not None
         with self.state.lock:
-            if with_opencode not in self._backends:
+            if (with_opencode, kind) not in self._backends:
                 binds = [(self.opencode_bin_dir, OPENCODE_BIN)] if with_opencode else []
-                binds += host_python_binds()
-                self._backends[with_opencode] = LocalSandboxBackend(
+                if kind is None:
+                    binds += host_python_binds()
+                elif kind == "no-python":  # its PATH has /usr/bin's commands but python*: none is found
+                    binds.append((self._commands_without_python(), control_plane.NO_PYTHON_BIN))
+                self._backends[(with_opencode, kind)] = LocalSandboxBackend(
                     binds=binds, base_dir=self.sandbox_base_dir, link_workdir=False
                 )
-            return self._backends[with_opencode]
+            return self._backends[(with_opencode, kind)]
+
+    def _commands_without_python(self) -> Path:
+        """A host folder of links to every command in /usr/bin but python*, made once, removed at stop."""
+        if self._no_python_dir is None:
+            self._no_python_dir = Path(tempfile.mkdtemp(prefix="daytona-local-no-python-"))
+            for command in Path("/usr/bin").iterdir():
+                if not command.name.startswith("python"):
+                    (self._no_python_dir / command.name).symlink_to(command)
+        return self._no_python_dir
 
     async def run_blocking(self, function, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(
