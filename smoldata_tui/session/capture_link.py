@@ -14,13 +14,16 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
+from smoldata_tui.sandbox.protocol import exec_repeatable
+from smoldata_tui.session.episode_spec import CAPTURE_STAGE
 from smoldata_tui.session.opencode_config import agent_environment
 from smoldata_tui.training.capture import CaptureFailed, ModelCapture
 from smoldata_tui.training.sandbox_capture import SandboxCapture
 from smoldata_tui.training.requests import requests_path_for
 from smoldata_tui.training.trace_file import save_training_trace, training_path_for
 
-__all__ = ["CaptureFailed", "finish_capture", "opencode_version_in", "require_reachable", "start_capture"]
+__all__ = ["CaptureFailed", "capture_not_running", "finish_capture", "opencode_version_in", "require_reachable",
+           "start_capture"]
 
 
 def start_capture(endpoint, trace_path: Path, say: Callable[[str], None], *, sandbox=None,
@@ -57,7 +60,7 @@ def opencode_version_in(sandbox, home: str, opencode: str) -> str | None:
     """``opencode --version`` as the agent command would run it inside the sandbox."""
     binary = "opencode" if opencode == "opencode" else shlex.quote(opencode)
     script = f'export PATH="$HOME/.opencode/bin:$PATH" && {binary} --version 2>/dev/null | head -n 1'
-    result = sandbox.exec(script, envs=agent_environment(home), timeout=120)
+    result = exec_repeatable(sandbox, script, envs=agent_environment(home), timeout=120)
     return (result.stdout.strip() or None) if result.exit_code == 0 else None
 
 
@@ -79,3 +82,13 @@ def finish_capture(capture: ModelCapture | SandboxCapture, trace_path: Path, scr
         capture.stop()
     capture.record.requests = capture.record.requests if capture.request_count else None
     return capture.record.to_json()
+
+
+def capture_not_running(error, where: str) -> dict:
+    """``run.meta.json``'s ``capture`` record when capture was asked for but no proxy ran: it
+    ``failed`` with the capture stage's reason (that stage ended the episode), or was never
+    ``started`` (the episode ended before that stage). Never ``enabled: false``: that means
+    ``--no-capture``."""
+    if error is not None and getattr(error, "stage", None) == CAPTURE_STAGE:
+        return {"enabled": True, "where": where, "failed": error.reason}
+    return {"enabled": True, "where": where, "started": False}

@@ -14,7 +14,9 @@ from smoldata_tui.session.metadata import EpisodeMetadata
 from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.session.proxy_trace import ProxyTurn, load_proxy_trace, summary_line
 from smoldata_tui.trace.text import byte_size, clip, neutralize
+from smoldata_tui.training.capture import describe_capture
 from smoldata_tui.ui.theme_text import ThemedStatic
+from smoldata_tui.ui.widgets.sandbox_rows import sandbox_rows
 
 
 def _field(text: Text, name: str, value: object) -> None:
@@ -97,6 +99,14 @@ def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: li
             _field(text, name.replace("_", " "), getattr(metadata, name))
         if metadata.duration_s is not None:
             _field(text, "duration", f"{metadata.duration_s:.1f} s")
+        capture = describe_capture(metadata.capture)
+        if capture is not None:
+            text.append(f"{'capture':<17}", "bold")
+            text.append(neutralize(capture, keep_newlines=False) + "\n", "$error" if capture.startswith("failed") else "")
+        if rows := sandbox_rows(metadata.sandbox):
+            text.append("\nSandbox\n", "bold underline")
+            for name, value in rows:
+                _field(text, name, value)
         if metadata.caps_hit:
             text.append("\nLimits hit (agent-controlled sizes the host capped)\n", "bold underline")
             for cap in metadata.caps_hit:
