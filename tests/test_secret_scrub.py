@@ -163,3 +163,97 @@ def test_a_key_no_http_header_can_carry_is_a_usage_error_not_a_crash_in_the_prox
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().endswith("the API key has characters an HTTP header cannot carry (only printable ASCII)")
     assert "Traceback" not in done.stderr and HARD_KEY not in done.stderr + done.stdout
+
+
+# --- the key spelt out: invisible characters between its letters, broken across lines, its hex ----
+def _tool(*command: str, key: str = SECRET) -> str:
+    import subprocess
+
+    return subprocess.run(command, input=key.encode(), capture_output=True, check=True).stdout.decode()
+
+
+INVISIBLES = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e", "\u202e", "\ufe0f"]
+SPELT = {  # what real tools print: each must be masked whole
+    **{f"fold -w {width}": _tool("fold", "-w", str(width)) for width in (1, 3, 8, 13)},
+    "fold, CRLF": _tool("fold", "-w", "8").replace("\n", "\r\n"),
+    "xxd -p": _tool("xxd", "-p"),
+    "xxd -p -c 5": _tool("xxd", "-p", "-c", "5"),
+    "od -An -tx1": _tool("od", "-An", "-tx1"),
+    "od -tx1": _tool("od", "-tx1"),  # from the key's first byte to its last: the offsets around are no secret
+    "od -c": _tool("od", "-c"),
+    "hex": SECRET.encode().hex(),
+    "HEX": SECRET.encode().hex().upper(),
+}
+
+
+@st.composite
+def spelt_keys(draw) -> str:
+    """The key as a tool prints it, or with invisible characters between its letters."""
+    if draw(st.booleans()):
+        printed = SPELT[draw(st.sampled_from(sorted(SPELT)))]
+        first, last = ("s", "f") if "   s" in printed else ("73", "66") if "73" in printed.lower() else (SECRET[0], SECRET[-1])
+        return printed[printed.lower().index(first) : printed.lower().rindex(last) + len(last)]
+    marks = draw(st.lists(st.tuples(st.integers(1, len(SECRET) - 1), st.sampled_from(INVISIBLES)), min_size=1, max_size=6))
+    letters = list(SECRET)
+    for place, mark in sorted(marks, reverse=True):
+        letters.insert(place, mark)
+    return "".join(letters)
+
+
+@settings(max_examples=300, deadline=None)
+@given(spelt=spelt_keys(), depth=st.integers(0, 2), ascii_only=st.booleans(),
+       before=st.text(max_size=20), after=st.text(max_size=20), cuts=st.lists(st.integers(0, 400), max_size=6))  # fmt: skip
+def test_a_key_spelt_out_is_masked_whole_at_any_json_depth_across_any_chunking(spelt, depth, ascii_only, before, after, cuts):
+    form = spelt
+    for _ in range(depth):  # a trace writes a tool's output as a JSON string, maybe quoted again
+        form = json.dumps(form, ensure_ascii=ascii_only)[1:-1]
+    stream = (before + " " + form + " " + after).encode()
+    start = len((before + " ").encode())
+    end = start + len(form.encode())
+    one_go = SecretScrubber([SECRET])
+    whole = one_go.feed(stream) + one_go.flush()
+    assert set(whole[start:end]) == {ord("*")}, (form, whole)
+    assert len(whole) == len(stream)
+    scrubber = SecretScrubber([SECRET])
+    points = sorted({min(cut, len(stream)) for cut in cuts})
+    pieces = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)])]
+    assert b"".join(scrubber.feed(piece) for piece in pieces) + scrubber.flush() == whole
+    text = before + " " + form + " " + after
+    assert set(SecretScrubber([SECRET]).text(text)[len(before) + 1 : len(before) + 1 + len(form)]) == {"*"}
+
+
+def test_spellings_hold_back_only_what_may_continue_a_spelling():
+    scrubber = SecretScrubber([SECRET])
+    assert scrubber.feed(b'{"type":"text","text":"fine"}\n') == b'{"type":"text","text":"fine"}\n'
+    assert scrubber.feed(b"a sk-l\\n") == b"a "  # may go on as a folded key
+    assert scrubber.feed(b"ive-0123456789abcdef. ok") == b"*" * (len(SECRET) + 2) + b". ok"
+    assert scrubber.feed(b"73 6b 2d") == b""  # may be the key's bytes in hex
+    assert scrubber.feed(b" 99\n") == b"73 6b 2d 99\n"  # it was not
+
+
+def test_what_is_not_caught_is_what_the_docs_say():
+    """docs/episode-format.md lists these as not recognised: the test keeps that list true."""
+    import base64
+
+    scrubber = SecretScrubber([SECRET])
+    for leak in (_tool("xxd"), _tool("hexdump", "-C"), base64.b64encode(SECRET.encode()).decode(), SECRET[::-1], _tool("od", "-x"),
+                 "-".join(SECRET), "".join(chr(0xE0000 + ord(c)) for c in SECRET)):  # fmt: skip
+        assert scrubber.text(leak) == leak
+
+
+def test_an_agent_that_spells_the_key_out_leaves_no_trace_of_it(tmp_path, sandboxes, opencode_bin):  # noqa: F811
+    read = "python3 -c \"import json; print(json.load(open('/root/.config/opencode/opencode.json'))['provider']['intercepted']['options']['apiKey'], end='')\""
+    command = (f"{read} | fold -w 8; {read} | xxd -p; {read} | od -An -tx1; "
+               f"{read} | python3 -c \"import sys; print(chr(0x200b).join(sys.stdin.read()))\"")  # fmt: skip
+    recording = one_call_recording(tmp_path, command)
+    endpoint = open_endpoint(model=f"replay:{recording}")
+    endpoint.api_key = SECRET
+    task = load_task(default_task_root() / "sales-top-region")
+    spec = EpisodeSpec(task=task, endpoint=endpoint, timeout_s=300, save_dir=tmp_path / "runs", capture=False)
+    result = Episode(spec, Recorder()).run()
+    trace = result.trace_path.read_text()
+    assert "*" * 8 + "\\n" + "*" * 8 in trace  # the agent did print it, folded: masked whole
+    leaks = [SECRET[:8], SECRET[8:16], SECRET[-8:], SECRET.encode().hex()[:12], "73 6b 2d"]
+    for path in result.trace_path.parent.iterdir():
+        text = path.read_text(errors="replace")
+        assert not [leak for leak in leaks if leak in text], (path, [leak for leak in leaks if leak in text])

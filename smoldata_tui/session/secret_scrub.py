@@ -11,8 +11,11 @@ Forms caught (see :func:`secret_forms`): the key as is, and the key as JSON writ
 string, nested up to :data:`MAX_JSON_NESTING` deep (a trace quoting a file that quotes the key),
 both as ``json.dumps`` writes it with ``ensure_ascii=False`` (as OpenCode's ``JSON.stringify``
 does: ``"``, ``\\`` and control characters escaped) and with ``ensure_ascii=True`` (every
-non-ASCII character as ``\\uXXXX``, lower- or upper-case hex). Other encodings (base64, a key
-printed backwards) are not recognised: nothing can recognise every encoding of a string.
+non-ASCII character as ``\\uXXXX``, lower- or upper-case hex). Then the key spelt out
+(:mod:`.secret_spellings`): with invisible characters, spaces or line breaks between its letters
+(``fold -w 8``, ``od -c``), or as the hex of its bytes (``xxd -p``, ``od -An -tx1``, ``od -tx1``).
+Other encodings (base64, a key printed backwards) are not recognised: nothing can recognise every
+encoding of a string (docs/episode-format.md lists what is not).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+
+from smoldata_tui.session.secret_spellings import spellings
 
 MIN_SECRET_LENGTH = 8  # shorter "keys" (vLLM's EMPTY, "none") are placeholders, and would mask words
 MAX_JSON_NESTING = 3  # JSON inside JSON inside JSON: a tool output in a trace quoting opencode.json
@@ -46,6 +51,7 @@ class SecretScrubber:
         texts = {form for secret in self._plain for form in secret_forms(secret)}
         self._texts = sorted(texts, key=len, reverse=True)  # longest first: one form may hold another
         self._secrets = sorted({text.encode() for text in texts}, key=len, reverse=True)
+        self._spellings = [spelling for secret in self._plain for spelling in spellings(secret, secret_forms)]
         self._pending = b""
 
     @property
@@ -63,6 +69,10 @@ class SecretScrubber:
             return data
         buffer = self._mask(self._pending + data)
         held = self._partial_suffix(buffer)
+        for spelling in self._spellings:  # a spelling the next chunk may complete is held from its start
+            start = spelling.open_start(buffer)
+            if start is not None:
+                held = max(held, len(buffer) - start)
         self._pending = buffer[len(buffer) - held :] if held else b""
         return buffer[: len(buffer) - held]
 
@@ -77,12 +87,16 @@ class SecretScrubber:
         for secret in self._texts:
             if secret in value:
                 value = value.replace(secret, "*" * len(secret))
+        for spelling in self._spellings:
+            value = spelling.mask_text(value)
         return value
 
     def _mask(self, data: bytes) -> bytes:
         for secret in self._secrets:
             if secret in data:
                 data = data.replace(secret, b"*" * len(secret))
+        for spelling in self._spellings:
+            data = spelling.mask(data)
         return data
 
     def _partial_suffix(self, data: bytes) -> int:
