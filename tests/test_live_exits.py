@@ -32,13 +32,14 @@ def _wait_for(condition, timeout: float) -> bool:
 
 
 WAYS = {
-    # name: (what the user does, what run.meta.json's stop_reason must say)
-    "q": (lambda app: (app.type(b"q"), time.sleep(1), app.type(b"q")), "q"),  # the timeline's q goes back first
-    "ctrl+c on the timeline, confirmed": (None, "Ctrl+C"),
-    "ctrl+q": (lambda app: app.type(b"\x11"), "Ctrl+Q"),
-    "SIGINT": (lambda app: app.send_signal(signal.SIGINT), "SIGINT"),
-    "SIGTERM": (lambda app: app.send_signal(signal.SIGTERM), "SIGTERM"),
-    "terminal closed": (lambda app: app.close_terminal(), "SIGHUP"),
+    # name: (what the user does, what run.meta.json's stop_reason must say, the exit status: as
+    # headless, 1 for an episode that did not end on its own and 130 after SIGINT)
+    "q": (lambda app: (app.type(b"q"), time.sleep(1), app.type(b"q")), "q", 1),  # the timeline's q goes back first
+    "ctrl+c on the timeline, confirmed": (None, "Ctrl+C", 1),
+    "ctrl+q": (lambda app: app.type(b"\x11"), "Ctrl+Q", 1),
+    "SIGINT": (lambda app: app.send_signal(signal.SIGINT), "SIGINT", 130),
+    "SIGTERM": (lambda app: app.send_signal(signal.SIGTERM), "SIGTERM", 1),
+    "terminal closed": (lambda app: app.close_terminal(), "SIGHUP", 1),
 }
 
 
@@ -55,7 +56,7 @@ def test_every_way_out_of_a_live_run_stops_the_agent_and_says_why(tmp_path, sand
         time.sleep(1.0)  # the timeline has opened over the stages: keys go to it
         running = app.snapshot_processes()
         assert running, "the sandbox's processes should be below the app"
-        act, reason = WAYS[way]
+        act, reason, status = WAYS[way]
         if act is None:  # Ctrl+C on the live timeline asks first (not Textual's "press ctrl+q")
             seen = len(app.output)
             app.type(b"\x03")
@@ -71,6 +72,7 @@ def test_every_way_out_of_a_live_run_stops_the_agent_and_says_why(tmp_path, sand
         else:
             act(app)
         assert app.wait(STOP_S) is not None, f"still running {STOP_S} s after {way}"
+        assert app.returncode == status, (way, app.returncode)
         assert _wait_for(lambda: not still_alive(running), 10), f"left running: {still_alive(running)}"
         assert processes_matching(marker) == []
         assert sandbox_dirs(sandboxes) == []

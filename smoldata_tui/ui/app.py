@@ -10,6 +10,7 @@ from pathlib import Path
 from textual.app import App
 
 from smoldata_tui.ui.commands import EpisodeCommands
+from smoldata_tui.ui.exit_status import tui_exit_status
 from smoldata_tui.ui.gc_tuning import QuietCollector
 
 
@@ -71,7 +72,8 @@ def check_target(path: Path, *, follow: bool, speed: float | None) -> None:
 
 
 def run_replay(path: str, *, follow: bool = False, speed: float | None = None) -> int:
-    """The ``replay`` subcommand: 0 on a normal quit, 2 when the path cannot be replayed."""
+    """The ``replay`` subcommand: 0 on a normal quit, 2 when the path cannot be replayed, 3 when the
+    app ended on an internal error."""
     target = Path(path)
     try:
         check_target(target, follow=follow, speed=speed)
@@ -82,5 +84,6 @@ def run_replay(path: str, *, follow: bool = False, speed: float | None = None) -
     if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
         print("smoldata-tui replay: needs a terminal; use `smoldata-tui check` for text output", file=sys.stderr)
         return 2
-    ReplayApp(target, follow=follow, speed=speed).run()
-    return 0
+    app = ReplayApp(target, follow=follow, speed=speed)
+    app.run()
+    return tui_exit_status(app, 0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from smoldata_tui.session.batch import BatchPlan
+from smoldata_tui.ui.exit_status import tui_exit_status
 from smoldata_tui.ui.live_app import LiveApp, _run_guarded
 
 
@@ -35,4 +36,4 @@ def run_batch_live(plan: BatchPlan) -> int:
         return 2
     app = BatchApp(plan)
     _run_guarded(app)
-    return batch_exit_status(app)
+    return tui_exit_status(app, batch_exit_status(app), stop_status=app.stop_status)

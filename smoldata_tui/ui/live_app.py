@@ -21,6 +21,7 @@ from textual.binding import Binding
 
 from smoldata_tui.session.episode import EpisodeSpec
 from smoldata_tui.ui.commands import EpisodeCommands
+from smoldata_tui.ui.exit_status import signal_exit_status, tui_exit_status
 from smoldata_tui.ui.gc_tuning import QuietCollector
 
 STOP_SIGNALS = {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP (terminal closed)", signal.SIGINT: "SIGINT"}
@@ -45,7 +46,7 @@ class LiveApp(App[None]):
         self.live_screens: list = []  # every LiveScreen started, kept after Textual drops its screens
         self._terminal_lost = False
         self.unmounted = threading.Event()  # Textual has returned: a stop signal's watchdog stands down
-        self.stop_status: int | None = None  # 128 + the stop signal, once one came
+        self.stop_status: int | None = None  # the status a stop signal ends with, once one came (130 for SIGINT)
 
     def watch_episode(self, screen) -> None:
         self.live_screens.append(screen)
@@ -73,7 +74,7 @@ class LiveApp(App[None]):
         if signum == signal.SIGHUP and not self._terminal_lost:
             self._terminal_lost = True
             detach_from_terminal()
-        self.stop_status = 128 + signum
+        self.stop_status = signal_exit_status(signum)
         exit_when_saved(self, self.stop_status)
         self.terminate(reason)
 
@@ -185,8 +186,9 @@ def run_home(tasks_root: str | None = None, runs: str = "runs") -> int:
     if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
         print("smoldata-tui: needs a terminal (see smoldata-tui --help for the commands)", file=sys.stderr)
         return 2
-    _run_guarded(LiveApp(tasks_root=Path(tasks_root) if tasks_root else None, runs=Path(runs)))
-    return 0
+    app = LiveApp(tasks_root=Path(tasks_root) if tasks_root else None, runs=Path(runs))
+    _run_guarded(app)
+    return tui_exit_status(app, 0, stop_status=app.stop_status)
 
 
 def run_live(spec: EpisodeSpec) -> int:
@@ -196,7 +198,7 @@ def run_live(spec: EpisodeSpec) -> int:
         return 2
     app = LiveApp(spec)
     _run_guarded(app)
-    return episode_exit_status(app)
+    return tui_exit_status(app, episode_exit_status(app), stop_status=app.stop_status)
 
 
 def episode_exit_status(app: LiveApp) -> int:
