@@ -15,6 +15,7 @@ from smoldata_tui.sandbox.daytona.retry import transient_reason
 from smoldata_tui.sandbox.errors import SandboxError
 
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 
 FAST = dict(keepalive_s=0.5, retry_budget_s=30.0, create_timeout_s=60.0)
 
@@ -106,3 +107,30 @@ def test_a_sandbox_stopped_and_auto_deleted_is_reported_as_such(sandbox, local_d
             sandbox.read_text("/workdir/answer.txt")
     assert f"Daytona sandbox {sandbox.sandbox_id} entered state 'destroyed'" in str(raised.value)
     assert "stopped and auto-deleted" in str(raised.value)
+
+
+# Setup commands that are safe to run twice, each identified by a piece of its command line.
+REPEATABLE_SETUP = {
+    "probing for OpenCode": "command -v opencode",
+    "chmod and --version of the uploaded OpenCode": "chmod 755 /root/.opencode/bin/opencode",
+    "preparing the input folder": "rm -rf /tmp/smoldata-stage && mkdir -p",
+    "counting the staged files": "-type f | wc -l",
+}
+
+
+@pytest.mark.usefixtures("opencode_bin")
+@pytest.mark.parametrize("command", list(REPEATABLE_SETUP.values()), ids=list(REPEATABLE_SETUP))
+def test_a_lost_answer_to_a_repeatable_setup_command_is_retried_and_the_episode_is_graded(tmp_path, local_daytona,
+                                                                                         command):  # fmt: skip
+    from .test_daytona_episode import PASSING, messages, run_daytona
+
+    # An image without OpenCode: it is uploaded, then made executable and asked its version.
+    settings = DaytonaSettings(image="docker.io/library/ubuntu:24.04", **FAST)
+    local_daytona.drop_answer_next(1, path_contains="process/execute", body_contains=command)
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", settings=settings)
+    assert result.error is None, result.error
+    assert result.status == "finished" and result.grade.env_reward == 1.0
+    assert any("connection lost on exec: retry 1" in m for m in messages(recorder)), messages(recorder)
+    dropped = [path for _method, path, status in local_daytona.requests if status == 0]
+    assert len(dropped) == 1 and dropped[0].endswith("/process/execute"), dropped  # the fault did hit it
+    assert local_daytona.sandbox_ids() == []

@@ -97,3 +97,11 @@ class FileTransfer(Protocol):
     def read_bytes(self, path: str, offset: int = 0, limit: int | None = None) -> bytes: ...
 
     def size(self, path: str) -> int | None: ...
+
+
+def exec_repeatable(sandbox: SandboxHandle, cmd: str, **kwargs) -> ExecResult:
+    """``sandbox.exec`` for a command that is safe to run twice (a probe, a read, ``chmod``,
+    ``mkdir -p``, ``rm -rf``): a backend that can repeat such a command after a lost connection
+    (Daytona's ``exec_repeatable``) does; ``exec`` itself must not, not knowing whether it ran."""
+    run = getattr(sandbox, "exec_repeatable", None) or sandbox.exec
+    return run(cmd, **kwargs)

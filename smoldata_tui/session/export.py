@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
+from smoldata_tui.sandbox.protocol import exec_repeatable
 from smoldata_tui.trace.text import neutralize
 
 SETTLED = ("completed", "error")
@@ -77,9 +78,8 @@ def export_session(sandbox: object, opencode: str, session_id: str, env: dict[st
         f'f=$(mktemp) && {shlex.quote(opencode)} export {shlex.quote(session_id)} > "$f"; code=$?; '
         f'echo "export-size=$(stat -c %s "$f")" >&2; head -c {max_bytes + 1} "$f"; rm -f "$f"; exit $code'
     )
-    run = getattr(sandbox, "exec_repeatable", None) or sandbox.exec
     try:
-        result = run(command, envs=env, timeout=60)
+        result = exec_repeatable(sandbox, command, envs=env, timeout=60)
     except Exception as exc:  # noqa: BLE001 - recovery is best effort; grading goes on
         report(scrub(f"{type(exc).__name__}: {exc}"))
         return None

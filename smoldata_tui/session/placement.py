@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from smoldata_tui.sandbox.protocol import exec_repeatable
 from smoldata_tui.session.opencode_install import resolve_opencode
 
 HOME = "/root"  # the environment's sandbox_home
@@ -48,12 +49,16 @@ def create_local_like_image(binary: Path, *, timeout_s: float, metadata: dict[st
     return backend.create(timeout_s=timeout_s, metadata=metadata, envs={"PATH": host_python_path()})
 
 
-def sandbox_record(sandbox) -> dict[str, str]:
-    """Where the episode ran, for ``run.meta.json``: the id, and a remote sandbox's name and source."""
-    record = {"id": sandbox.sandbox_id}
+def sandbox_record(sandbox) -> dict[str, object]:
+    """Where the episode ran, for ``run.meta.json``: the id, and a remote sandbox's name, source and
+    the resources it got (as Daytona reported them)."""
+    record: dict[str, object] = {"id": sandbox.sandbox_id}
     settings = getattr(sandbox, "_settings", None)
     if settings is not None:
         record.update(name=sandbox.name, source=settings.source)
+    resources = getattr(sandbox, "resources", None)
+    if resources:
+        record["resources"] = resources
     return record
 
 
@@ -78,7 +83,7 @@ def place_opencode(sandbox, *, version: str, opencode_bin: str | None, progress:
     size_mb = binary.stat().st_size / 1e6
     progress(f"uploading OpenCode {version} ({size_mb:.0f} MB) to {OPENCODE_IN_HOME}")
     sandbox.upload_file(binary, OPENCODE_IN_HOME)
-    result = sandbox.exec(f"chmod 755 {OPENCODE_IN_HOME} && {OPENCODE_IN_HOME} --version", timeout=120)
+    result = exec_repeatable(sandbox, f"chmod 755 {OPENCODE_IN_HOME} && {OPENCODE_IN_HOME} --version", timeout=120)
     if result.exit_code != 0:
         raise RuntimeError(f"the uploaded OpenCode does not run in the sandbox: {(result.stderr or result.stdout).strip()[:300]}")
     installed = result.stdout.strip().splitlines()[-1:] or [""]
@@ -92,7 +97,7 @@ def _opencode_in(sandbox) -> tuple[str, str] | None:
         f"p={shlex.quote(OPENCODE_IN_HOME)}; [ -x \"$p\" ] || p=$(command -v opencode 2>/dev/null); "
         '[ -n "$p" ] && [ -x "$p" ] || exit 1; echo "$p"; "$p" --version 2>/dev/null | head -n 1'
     )
-    result = sandbox.exec(script, envs={"HOME": HOME}, timeout=120)
+    result = exec_repeatable(sandbox, script, envs={"HOME": HOME}, timeout=120)
     lines = result.stdout.strip().splitlines()
     if result.exit_code != 0 or not lines:
         return None

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from smoldata_tui.sandbox.protocol import exec_repeatable
 from smoldata_tui.tasks.cancellable import Cancelled, call_unless_cancelled
 from smoldata_tui.tasks.envvars import resolve_environment_env, secrets_of
 from smoldata_tui.tasks.errors import StagingError, TaskError
@@ -51,11 +52,15 @@ def _run(
     envs: dict[str, str] | None = None,
     cwd: str | None = None,
     cancel: threading.Event | None = None,
+    repeatable: bool = False,
 ) -> str:
     """Run ``command`` in the sandbox; a non-zero exit is a StagingError at ``failure``, a set
-    ``cancel`` a StagingError at once (releasing the sandbox then ends the command)."""
+    ``cancel`` a StagingError at once (releasing the sandbox then ends the command). ``repeatable``:
+    safe to run twice, so a remote backend may repeat it after a lost connection."""
+    run = (lambda: exec_repeatable(sandbox, command, envs=envs, cwd=cwd, timeout=timeout)) if repeatable else (
+        lambda: sandbox.exec(command, envs=envs, cwd=cwd, timeout=timeout))
     try:
-        result = call_unless_cancelled(lambda: sandbox.exec(command, envs=envs, cwd=cwd, timeout=timeout), cancel)
+        result = call_unless_cancelled(run, cancel)
     except Cancelled:
         raise StagingError(failure[0], f"{failure[1]} stopped: the episode was cancelled") from None
     if result.exit_code == 0:
@@ -134,6 +139,7 @@ def _count_input_files(sandbox: Any, task: Task, secrets: Mapping[str, str]) -> 
         f"find {shlex.quote(SANDBOX_INPUT_DIR)} -type f | wc -l",
         failure=(source, f"listing {SANDBOX_INPUT_DIR}"),
         secrets=secrets,
+        repeatable=True,
     )
     try:
         count = int(output.strip())
@@ -168,6 +174,7 @@ def stage_task(
         f"rm -rf {STAGING_DIR} && mkdir -p {STAGING_DIR} {shlex.quote(SANDBOX_INPUT_DIR)}",
         failure=(task.folder, f"preparing {SANDBOX_INPUT_DIR}"),
         secrets=secrets,
+        repeatable=True,
     )
     try:
         if task.has_pull_bucket:
@@ -176,7 +183,7 @@ def stage_task(
             _upload_bundled(sandbox, task, say, secrets)
     finally:
         try:
-            sandbox.exec(f"rm -rf {STAGING_DIR}", timeout=COMMAND_TIMEOUT_S)
+            exec_repeatable(sandbox, f"rm -rf {STAGING_DIR}", timeout=COMMAND_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - cleanup must not hide the error that got us here
             pass
     count = _count_input_files(sandbox, task, secrets)
