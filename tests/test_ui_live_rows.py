@@ -9,7 +9,7 @@ from smoldata_tui.session.episode_spec import now_utc
 from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
 from smoldata_tui.session.metadata_writer import save_metadata
 from smoldata_tui.trace.build import TraceBuilder
-from smoldata_tui.ui.screens.episode_live_rows import RunningCommand, probe_sandbox, shell_tool_commands
+from smoldata_tui.session.sandbox_processes import RunningCommand, probe_sandbox, shell_tool_commands
 
 from .conftest import SAMPLES
 from .test_sandbox_support import backend, base_dir, sandbox  # noqa: F401 - fixtures

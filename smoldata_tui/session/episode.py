@@ -40,6 +40,7 @@ from smoldata_tui.session.episode_spec import (  # noqa: F401 - re-exported: the
     stages_for,
 )
 from smoldata_tui.session.capture_link import (
+    capture_not_running,
     finish_capture,
     opencode_version_in,
     require_reachable,
@@ -109,6 +110,7 @@ class Episode:
         self._opencode_json = build_opencode_json(endpoint.base_url, endpoint.api_key, endpoint.model)
         self._scrubber = SecretScrubber(endpoint.secrets)
         self._capture = None  # the capture proxy between OpenCode and the model (built-in harness)
+        self._cancelled_calls: list[dict] = []  # shell-tool commands ended by cancel_running_calls
         self.capture_level: str | None = None  # "tokens", "logprobs" or "text" once the probe settled it
         if self._captures:
             from smoldata_tui.training.capture import prefetch
@@ -127,6 +129,22 @@ class Episode:
         interrupt = getattr(self._sandbox, "interrupt", None)
         if interrupt is not None:
             interrupt.set()  # a remote wait on the agent returns now instead of at its next poll
+
+    def cancel_running_calls(self) -> list:
+        """End the shell-tool commands the agent is running now (a hung call): OpenCode's tool
+        returns with the signal's exit status and the agent goes on. Each is recorded in
+        ``run.meta.json``'s ``cancelled_calls``. Returns what was ended ([] when nothing ran)."""
+        from smoldata_tui.session.sandbox_processes import end_commands, probe_sandbox
+
+        sandbox = self._sandbox
+        commands = probe_sandbox(sandbox) if sandbox is not None else []
+        if not commands:
+            return []
+        end_commands(sandbox, commands)
+        for command in commands:
+            self._cancelled_calls.append({"command": clip(self._scrubber.text(command.command), 2000),
+                                          "ran_s": command.seconds, "at": now_utc()})  # fmt: skip
+        return commands
 
     # --- the run ----------------------------------------------------------------------------
     def run(self) -> EpisodeResult:
@@ -362,6 +380,8 @@ class Episode:
         if capture is not None:
             say = lambda message: self.observer.stage("capture proxy", "progress", 0.0, clip(self._scrubber.text(message), 300))  # noqa: E731
             result.metadata.capture = finish_capture(capture, result.trace_path, self._scrubber.text, say)
+        elif self._captures:  # asked for, but no proxy ran: failed, or never started
+            result.metadata.capture = capture_not_running(result.error, "sandbox" if self.spec.backend == "daytona" else "host")
         elif self.spec.harness != "opencode-env":
             result.metadata.capture = {"enabled": False}
         release_failed = self._kill_sandbox()
@@ -371,6 +391,7 @@ class Episode:
         result.divergences = [json.loads(self._scrubber.text(json.dumps(item, default=str)))
                               for item in self.spec.endpoint.divergences()]  # fmt: skip
         self.spec.endpoint.close()
+        result.metadata.cancelled_calls = list(self._cancelled_calls)
         save_outcome(result, self._stop_reason if self._cancel.is_set() else None, self._scrubber.text)
 
 

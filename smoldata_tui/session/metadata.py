@@ -136,6 +136,9 @@ class EpisodeMetadata:
     # Calls still running when the agent was stopped, as ``opencode export`` kept them: each
     # {callID, tool, status, input, partial_output, source}. The stream never shows them.
     recovered_calls: list[dict] = field(default_factory=list)
+    # Shell-tool commands the user ended while the agent ran (a hung call): each {command, ran_s, at}.
+    # OpenCode's tool returned with the signal's exit status and the agent went on.
+    cancelled_calls: list[dict] = field(default_factory=list)
     # Where it ran: {id, name, source} for a remote sandbox, and ``transfer`` {log_bytes,
     # wire_bytes}: what following the agent's log cost on the network.
     sandbox: dict = field(default_factory=dict)
@@ -179,6 +182,7 @@ class EpisodeMetadata:
             "timings": dict(self.timings),
             "config": redact(self.config),
             "recovered_calls": list(self.recovered_calls),
+            "cancelled_calls": list(self.cancelled_calls),
             "sandbox": redact(self.sandbox),
             "proxy_trace": self.proxy_trace,
             "error": redacted_error(self.error),

@@ -127,6 +127,7 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         config=_object(data, "config", problems),
         trace=reader.text("trace"),
         recovered_calls=_objects(data, "recovered_calls", problems),
+        cancelled_calls=_objects(data, "cancelled_calls", problems),
         sandbox=_object(data, "sandbox", problems),
         proxy_trace=reader.text("proxy_trace"),
         error=_read_error(data, problems),

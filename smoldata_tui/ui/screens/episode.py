@@ -70,6 +70,7 @@ class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Sc
         Binding("full_stop", "playback_step", "Playback: one more event"),
         Binding("greater_than_sign", "playback_speed(2)", "Playback: twice as fast", show=False),
         Binding("less_than_sign", "playback_speed(0.5)", "Playback: half as fast", show=False),
+        Binding("K", "end_call", "Live: end the running tool call (the agent goes on)", show=False),
         Binding("question_mark", "help", "Keys"),
         Binding("q", "leave", "Quit"),
     ]
@@ -102,6 +103,7 @@ class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Sc
         self.search = SearchController(self)
         # Set by the live screen: the shell-tool commands running in the sandbox now.
         self.process_probe: ProcessProbe | None = None
+        self.call_ender = None  # while a live episode runs: asks, then ends the tool call it is running
         self._processes: list = []
         # An `opencode export` document is shown through its converted events (only a saved file).
         self.export = open_export(self.path) if not self.live else None
@@ -362,6 +364,12 @@ class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Sc
         """A notification of plain text: never markup (Toast would parse a str as markup and
         cannot take a Text), control characters of file names and trace text made visible."""
         self.notify(neutralize(message, keep_newlines=False), markup=False, **options)
+
+    def action_end_call(self) -> None:
+        if self.call_ender is None:
+            self.app.notify("only while a live episode runs (smoldata-tui run)", severity="warning")
+            return
+        self.call_ender()
 
     def action_help(self) -> None:
         from smoldata_tui.ui.screens.help import HelpScreen

@@ -10,14 +10,14 @@ left running (recovered from ``opencode export``) are listed the same way.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.content import Content
 from textual.widget import Widget
 
 from smoldata_tui.session.metadata import EpisodeMetadata, parse_time
+from smoldata_tui.session.sandbox_processes import ProcessProbe, RunningCommand
 from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.theme_text import themed_content
@@ -26,15 +26,6 @@ from smoldata_tui.ui.timeline_model import TimelineModel
 _ENDED_STEP = ("step_finish", "error")
 
 
-@dataclass(frozen=True)
-class RunningCommand:
-    """A command the agent's shell tool is running, as the sandbox's process list shows it."""
-
-    command: str
-    seconds: float | None  # how long it has run, when the listing says
-
-
-ProcessProbe = Callable[[], Sequence[RunningCommand]]
 
 
 def live_rows(model: TimelineModel, *, running: bool, processes: Sequence[RunningCommand] = (),
@@ -112,60 +103,3 @@ def live_elapsed_ms(metadata: EpisodeMetadata | None) -> float | None:
         return None
     started = parse_time(metadata.started_at)
     return None if started is None else max(0.0, (time.time() - started.timestamp()) * 1000)
-
-
-# --- the sandbox's processes ----------------------------------------------------------------------
-# pid, parent pid, elapsed seconds and command line of every process; `ps` where there is one,
-# /proc otherwise (then without elapsed times).
-LIST_PROCESSES = (
-    "ps -eo pid=,ppid=,etimes=,args= 2>/dev/null || for d in /proc/[0-9]*; do "
-    "read -r pid _ _ ppid _ < $d/stat 2>/dev/null && c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null) "
-    "&& [ -n \"$c\" ] && echo \"$pid $ppid - $c\"; done"
-)
-_SHELLS = ("bash", "sh", "zsh", "dash")
-
-
-def shell_tool_commands(listing: str) -> list[RunningCommand]:
-    """The shell-tool commands (``bash -c CMD``) that OpenCode started, in a process listing."""
-    processes: dict[str, tuple[str, str, str]] = {}  # pid -> (ppid, elapsed, args)
-    for line in listing.splitlines():
-        fields = line.split(None, 3)
-        if len(fields) == 4:
-            processes[fields[0]] = (fields[1], fields[2], fields[3])
-    # OpenCode itself: its binary, or a script of that name run by an interpreter
-    agents = {pid for pid, (_, _, args) in processes.items()
-              if any(word.rsplit("/", 1)[-1] == "opencode" for word in args.split(" ", 2)[:2])}  # fmt: skip
-    found = []
-    for pid, (ppid, elapsed, args) in processes.items():
-        words = args.split(" ", 2)
-        if len(words) < 3 or words[0].rsplit("/", 1)[-1] not in _SHELLS or words[1] not in ("-c", "-lc"):
-            continue
-        if not _descends_from(pid, agents, processes):
-            continue
-        parent = processes.get(ppid)
-        if parent is not None and parent[2] == args:
-            continue  # the command's own fork (a subshell, or a child not yet exec'd): one command, not two
-        found.append(RunningCommand(words[2].strip(), float(elapsed) if elapsed.isdigit() else None))
-    return found
-
-
-def _descends_from(pid: str, ancestors: set[str], processes: dict[str, tuple[str, str, str]]) -> bool:
-    seen = set()
-    while pid in processes and pid not in seen:
-        seen.add(pid)
-        pid = processes[pid][0]
-        if pid in ancestors:
-            return True
-    return False
-
-
-def probe_sandbox(sandbox: object) -> list[RunningCommand]:
-    """The shell-tool commands running in ``sandbox`` now ([] when it cannot say)."""
-    exec_ = getattr(sandbox, "exec", None)
-    if exec_ is None:
-        return []
-    try:
-        result = exec_(LIST_PROCESSES, timeout=10)
-    except Exception:  # noqa: BLE001 - a guess that fails is no guess; the row says "thinking"
-        return []
-    return shell_tool_commands(result.stdout or "") if result.exit_code == 0 else []

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -74,16 +75,16 @@ class ConfirmCancel(ModalScreen[bool]):
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
     def __init__(self, question: str = "Cancel the episode? The agent is stopped, what it wrote is kept, the sandbox "
-                 "released.") -> None:  # fmt: skip
+                 "released.", *, yes: str = "Cancel the episode (y)", no: str = "Keep running (n)") -> None:  # fmt: skip
         super().__init__()
-        self.question = question
+        self.question, self.yes_label, self.no_label = question, yes, no
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
             yield ThemedStatic(Text(self.question))
             with Horizontal():
-                yield Button("Cancel the episode (y)", id="yes", variant="error")
-                yield Button("Keep running (n)", id="no")
+                yield Button(self.yes_label, id="yes", variant="error")
+                yield Button(self.no_label, id="no")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
@@ -104,6 +105,7 @@ class LiveScreen(Screen[None]):
     BINDINGS = [
         Binding("enter,t", "timeline", "Timeline"),
         Binding("escape", "cancel", "Cancel the episode"),  # Ctrl+C: the app's binding, on every screen
+        Binding("K", "end_call", "End the running tool call (the agent goes on)"),
         Binding("q", "quit_episode", "Quit"),
     ]
     DEFAULT_CSS = """
@@ -266,12 +268,13 @@ class LiveScreen(Screen[None]):
         self._timeline_shown = True
         timeline = EpisodeScreen(self.trace_path, follow=True, from_picker=True)
         timeline.process_probe = self._running_commands
+        timeline.call_ender = self.action_end_call
         self.app.push_screen(timeline, self._timeline_closed)
         self.call_after_refresh(self._find_follower, timeline)
 
     def _running_commands(self) -> list:
         """The shell-tool commands running in the sandbox now (called from a worker thread)."""
-        from smoldata_tui.ui.screens.episode_live_rows import probe_sandbox
+        from smoldata_tui.session.sandbox_processes import probe_sandbox
 
         if not self.running:
             return []
@@ -300,6 +303,27 @@ class LiveScreen(Screen[None]):
             self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="$warning"))
 
         ask_then(self.app, ConfirmCancel(), cancel)
+
+    @work(thread=True, exclusive=True, group="end-call")
+    def action_end_call(self) -> None:
+        """Ask, naming the command, then end the shell-tool command the agent is running now: a
+        hung call. OpenCode's tool returns with the signal's status and the agent goes on."""
+        commands = self._running_commands()
+        if not commands:
+            self.app.call_from_thread(self.app.notify, "no tool call is running now", severity="warning", markup=False)
+            return
+        named = "; ".join(clip(neutralize(self._scrubber.text(c.command), keep_newlines=False), 120) for c in commands)
+        question = ConfirmCancel(f"End the running call `{named}`? Its processes are ended, OpenCode's tool returns "
+                                 "and the agent goes on; the episode records it.",
+                                 yes="End the call (y)", no="Let it run (n)")  # fmt: skip
+        self.app.call_from_thread(ask_then, self.app, question, self._end_calls_now)
+
+    @work(thread=True, group="end-call")
+    def _end_calls_now(self) -> None:
+        ended = self.episode.cancel_running_calls()
+        said = ("ended: " + "; ".join(clip(self._scrubber.text(c.command), 80) for c in ended)) if ended else \
+            "the call had already ended"  # fmt: skip
+        self.app.call_from_thread(self.app.notify, neutralize(said, keep_newlines=False), markup=False)
 
     def action_quit_episode(self, reason: str = "q (quit)") -> None:
         if not self.running:
