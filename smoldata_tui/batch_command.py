@@ -17,7 +17,16 @@ import sys
 import threading
 from typing import TextIO
 
-from smoldata_tui.run_command import STOP_SIGNALS, HeadlessPrinter, UsageError, _check_save_dir, _find_task, episode_spec, watch_reader
+from smoldata_tui.run_command import (
+    STOP_SIGNALS,
+    HeadlessPrinter,
+    UsageError,
+    _check_save_dir,
+    _find_task,
+    check_text_options,
+    episode_spec,
+    watch_reader,
+)
 from smoldata_tui.session.batch import Batch, BatchPlan, EpisodeRun
 from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.tasks import TaskError, default_task_root
@@ -37,6 +46,7 @@ def default_concurrency(backend: str) -> int:
 def batch_plan(args) -> BatchPlan:
     """The batch the arguments describe; raises TaskError, EndpointError or UsageError before any
     sandbox exists."""
+    check_text_options(args)
     names = list(args.task or [])
     if args.all and names:
         raise UsageError("--all runs every task of the set: do not also name tasks with --task")

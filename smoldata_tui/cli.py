@@ -166,8 +166,15 @@ def _add_run_parser(commands) -> None:
                      "opencode_env's own OpenCodeSessionFactory in the environment's configuration, with its "
                      "logging proxy (needs opencode_env installed) (default: builtin)")
     run.add_argument("--daytona-snapshot", metavar="NAME",
-                     help="create Daytona sandboxes from this snapshot (default: $DAYTONA_SNAPSHOT, else the "
-                     "environment's image)")
+                     help="create Daytona sandboxes from this snapshot (default: $DATA_AGENT_DAYTONA_SNAPSHOT, "
+                     "the environment's, else $DAYTONA_SNAPSHOT, else the environment's image)")
+    for flag, unit, default in (("cpu", "CPUs", 1), ("memory", "GiB of memory", 4), ("disk", "GiB of disk", 5)):
+        run.add_argument(f"--daytona-{flag}", metavar="N",
+                         help=f"{unit} of a Daytona sandbox made from the image (default {default}, as the "
+                         "environment's backend; a snapshot brings its own)")
+    run.add_argument("--daytona-target", metavar="REGION",
+                     help="the Daytona target (region) for this run's sandboxes (default: $DAYTONA_TARGET, else "
+                     "the account's default)")
     run.add_argument("--model", metavar="M", help="model name at the endpoint, or replay:TRACE for the replay model")
     run.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (default: $SANDBOX_VLLM_URL + /v1)")
     run.add_argument("--api-key", metavar="KEY", help="the endpoint's key (default: $SANDBOX_VLLM_KEY); never shown or saved")

@@ -4,7 +4,8 @@ Stage progress goes to stderr, events to stdout. The last stdout line is a JSON 
 ``task``, ``status``, ``exit_code``, ``native_tool_calls``, ``findings`` (counts by severity),
 ``grade`` (``env_reward``, or null with the grader error), ``trace`` (the saved path), for a
 replay ``divergences`` (one line per place the replay stopped matching its recording),
-``capture_level`` and ``training_trace`` (``run.training.json``'s path, or null).
+``capture_level``, ``capture_failed`` (why the capture proxy could not start, or null) and
+``training_trace`` (``run.training.json``'s path, or null).
 Exit 0 when the agent finished and its answer was graded (whatever the grade), 1 when not (a
 timeout, a cancel, an infrastructure failure said in one line, a grader that could not grade),
 2 for usage errors. SIGTERM, SIGHUP, SIGINT (exit 130) and a closed stdout (``| head``) stop the
@@ -62,7 +63,7 @@ class HeadlessPrinter:
         text = f"[{name}] {state}" + (f" {elapsed_s:.1f}s" if state in ("done", "failed") else "")
         if message:
             text += f": {message}"
-        print(clip(text, 400), file=self.err, flush=True)
+        print(clip(text, 400 if state != "failed" else 700), file=self.err, flush=True)  # a failure's reason comes last: whole
 
     def received(self, data: bytes) -> None:
         self.analysis.feed(data)
@@ -141,7 +142,8 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "grade": grade,
         "trace": str(result.trace_path),
         "metadata": str(result.metadata_path),
-        "capture_level": result.metadata.capture.get("level"),  # null with --no-capture
+        "capture_level": result.metadata.capture.get("level"),  # null with --no-capture, or when capture failed
+        "capture_failed": result.metadata.capture.get("failed"),  # why the capture proxy could not start, else null
         "training_trace": str(result.trace_path.with_name(training)) if (training := result.metadata.capture.get("training_trace")) else None,
         "recovered_calls": len(result.recovered),
         "divergences": [describe_divergence(record) for record in result.divergences],
@@ -171,18 +173,76 @@ def _check_save_dir(folder: str) -> Path:
     return path
 
 
+# Options whose empty value would quietly mean something else (the current folder, the default).
+TEXT_OPTIONS = ("tasks", "save", "model", "base_url", "opencode_version", "opencode_bin", "daytona_snapshot",
+                "daytona_target")  # fmt: skip
+DAYTONA_RESOURCES = {"daytona_cpu": "cpu", "daytona_memory": "memory_gb", "daytona_disk": "disk_gb"}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_text_options(args) -> None:
+    """A blank value is a mistake, not a request for the default: say so before any work."""
+    if any(not name.strip() for name in getattr(args, "task", None) or []):
+        raise UsageError("--task is empty: give a task folder's name (`smoldata-tui tasks` lists them)")
+    for name in TEXT_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and not value.strip():
+            raise UsageError(f"{_flag(name)} is empty: give it a value, or leave it out for its default")
+    version = getattr(args, "opencode_version", None)
+    if version is not None:
+        from smoldata_tui.session.opencode_install import OpenCodeInstallError, _checked_version
+
+        try:
+            _checked_version(version)
+        except OpenCodeInstallError as exc:
+            raise UsageError(f"--opencode-version: {exc}") from None
+
+
+def _positive_int(flag: str, raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"{flag} must be a positive whole number, not {raw!r}")
+    return value
+
+
+def daytona_settings(args):
+    """The Daytona sandbox the options ask for; raises UsageError for a missing key, an unusable
+    ``DAYTONA_API_URL``, resources that are no positive integers or that a snapshot would ignore."""
+    from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, DaytonaSettings, api_url_problem, has_api_key
+
+    if not has_api_key():  # before any work: no sandbox, no install, no model endpoint
+        raise UsageError(str(DaytonaCredentialsMissing()))
+    if (problem := api_url_problem()) is not None:
+        raise UsageError(problem)
+    resources = {field: _positive_int(_flag(name), raw) for name, field in DAYTONA_RESOURCES.items()
+                 if (raw := getattr(args, name, None)) is not None}  # fmt: skip
+    settings = DaytonaSettings.from_environment(snapshot=getattr(args, "daytona_snapshot", None),
+                                                target=getattr(args, "daytona_target", None), **resources)  # fmt: skip
+    if resources and settings.snapshot:
+        flags = ", ".join(_flag(name) for name in DAYTONA_RESOURCES if getattr(args, name, None) is not None)
+        raise UsageError(f"{flags}: a sandbox made from snapshot {settings.snapshot!r} has the snapshot's resources "
+                         "(the snapshot comes from --daytona-snapshot, $DATA_AGENT_DAYTONA_SNAPSHOT or $DAYTONA_SNAPSHOT)")
+    return settings
+
+
 def episode_spec(args, task_name: str | None = None) -> EpisodeSpec:
     """The episode the arguments describe (``task_name``: one of a batch's); raises TaskError,
     EndpointError or UsageError."""
     timeout_s = _check_timeout(args.timeout)
-    task = _find_task(task_name or args.task, args.tasks)
+    check_text_options(args)
+    task = _find_task(task_name if task_name is not None else args.task, args.tasks)
     daytona = None
     if args.backend == "daytona":
-        from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, DaytonaSettings, has_api_key
-
-        if not has_api_key():  # before any work: no sandbox, no install, no model endpoint
-            raise UsageError(str(DaytonaCredentialsMissing()))
-        daytona = DaytonaSettings.from_environment(snapshot=getattr(args, "daytona_snapshot", None))
+        daytona = daytona_settings(args)
+    elif given := [_flag(name) for name in (*DAYTONA_RESOURCES, "daytona_target", "daytona_snapshot")
+                   if getattr(args, name, None) is not None]:  # fmt: skip
+        raise UsageError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'} with --backend daytona")
     harness = getattr(args, "harness", "builtin")
     if harness == "opencode-env":
         from smoldata_tui.session.opencode_env_harness import HarnessUnavailable, require_opencode_env

@@ -86,3 +86,51 @@ def test_run_refuses_a_task_that_is_a_path(tmp_path, task):
     args = [*RUN[:2], task, *RUN[3:], "--tasks", str(tmp_path / "tasks"), "--save", str(tmp_path / "runs")]
     _one_line_usage_error(run_cli(*args), "--task", "not a path")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--task", ""], ["--task is empty"]),
+    (["--task", "  "], ["--task is empty"]),
+    (["--task", "sales-top-region", "--task", ""], ["--task is empty"]),  # a batch
+    (["--task", "sales-top-region", "--tasks", ""], ["--tasks is empty"]),
+    (["--task", "sales-top-region", "--save", ""], ["--save is empty"]),
+    (["--task", "sales-top-region", "--base-url", " "], ["--base-url is empty"]),
+    (["--task", "sales-top-region", "--opencode-bin", ""], ["--opencode-bin is empty"]),
+    (["--task", "sales-top-region", "--opencode-version", ""], ["--opencode-version is empty"]),
+    (["--task", "sales-top-region", "--opencode-version", "latest"], ["--opencode-version", "not an exact"]),
+    (["--task", "sales-top-region", "--daytona-cpu", "2"], ["--daytona-cpu only applies with --backend daytona"]),
+], ids=["task", "task-blank", "batch-task", "tasks", "save", "base-url", "opencode-bin", "opencode-version",
+        "opencode-version-shape", "daytona-option-locally"])  # fmt: skip
+def test_run_refuses_empty_and_unusable_option_values(tmp_path, args, words):
+    # The options' last value counts: the --save case's empty value comes after this one.
+    done = run_cli("run", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}", "--headless", "--save",
+                   str(tmp_path / "runs"), *args)  # fmt: skip
+    _one_line_usage_error(done, *words)
+    assert not (tmp_path / "runs").exists()
+
+
+DAYTONA = [*RUN, "--backend", "daytona"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--daytona-cpu", "0"], ["--daytona-cpu must be a positive whole number, not '0'"]),
+    (["--daytona-memory", "1.5"], ["--daytona-memory must be a positive whole number, not '1.5'"]),
+    (["--daytona-disk", "-5"], ["--daytona-disk must be a positive whole number, not '-5'"]),
+    (["--daytona-disk", "lots"], ["--daytona-disk must be a positive whole number"]),
+    (["--daytona-target", ""], ["--daytona-target is empty"]),
+    (["--daytona-snapshot", " "], ["--daytona-snapshot is empty"]),
+    (["--daytona-snapshot", "s", "--daytona-cpu", "2"], ["--daytona-cpu", "snapshot 's' has the snapshot's resources"]),
+], ids=["cpu-zero", "memory-fraction", "disk-negative", "disk-word", "target-empty", "snapshot-blank",
+        "resources-with-snapshot"])  # fmt: skip
+def test_run_refuses_unusable_daytona_options(tmp_path, monkeypatch, args, words):
+    monkeypatch.setenv("DAYTONA_API_KEY", "a-key")
+    _one_line_usage_error(run_cli(*DAYTONA, *args, "--save", str(tmp_path / "runs")), *words)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_refuses_a_daytona_api_url_with_credentials_and_does_not_show_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("DAYTONA_API_KEY", "a-key")
+    monkeypatch.setenv("DAYTONA_API_URL", "https://someone:hunter2@daytona.example/api")
+    done = run_cli(*DAYTONA, "--save", str(tmp_path / "runs"))
+    _one_line_usage_error(done, "https://***@daytona.example/api (DAYTONA_API_URL) carries credentials")
+    assert "hunter2" not in done.stderr and "someone" not in done.stderr

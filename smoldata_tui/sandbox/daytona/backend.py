@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from smoldata_tui.sandbox import registry
 from smoldata_tui.sandbox.daytona import live_runs
 from smoldata_tui.sandbox.daytona.bridge import Cancelled, LoopThread, shared_loop
 from smoldata_tui.sandbox.daytona.handle import DaytonaSandbox, _message, _state_of
-from smoldata_tui.sandbox.daytona.retry import retrying
+from smoldata_tui.sandbox.daytona.retry import is_ambiguous, retrying, transient_reason
 from smoldata_tui.sandbox.daytona.settings import (
     APP_LABEL,
     USER,
@@ -32,6 +33,8 @@ from smoldata_tui.sandbox.errors import SandboxError
 Progress = Callable[[str], None]
 # States of a sandbox whose create has not finished: never an orphan yet, whoever made it.
 CREATING_STATES = frozenset({"creating", "pending_build", "building_snapshot", "pulling_snapshot", "starting", "restoring"})
+# After a cancel, how long cleaning up a create may take: the user pressed Ctrl-C and waits.
+CANCEL_GRACE_S = 1.5
 _live: set[DaytonaSandbox] = set()
 _exit_hook_lock = threading.Lock()
 _exit_hook_installed = False
@@ -123,8 +126,12 @@ class DaytonaSandboxBackend:
         metadata = dict(metadata or {})
         name = f"smoldata-{secrets.token_hex(6)}"
         params = self._params(name, timeout_s, envs, metadata)
-        client = self._bridge.run(_acquire_client())
+        try:
+            client = self._bridge.run(_acquire_client(), cancel=cancel)  # the SDK's import alone takes seconds
+        except Cancelled:
+            raise SandboxError("creating the Daytona sandbox was cancelled") from None
         created_id: list[str] = []
+        unsure = False  # whether a create request may have made a sandbox without saying so
 
         def build_log(chunk: str) -> None:  # chunks of the image build's log, not always whole lines
             for line in chunk.splitlines():
@@ -132,12 +139,16 @@ class DaytonaSandboxBackend:
                     say(f"build: {line.rstrip()}")
 
         async def attempt():
+            nonlocal unsure
+            before, unsure = unsure, True  # in flight: a cancel now leaves it unknown
             try:
                 return await client.create(params, timeout=self.settings.create_timeout_s, on_snapshot_create_logs=build_log)
             except Exception as exc:
                 sandbox_id = getattr(exc, "sandbox_id", None)
                 if sandbox_id:
                     created_id.append(sandbox_id)
+                elif not _may_have_made(exc):
+                    unsure = before
                 raise
 
         async def find_by_name():  # after a 5xx or a lost connection the create may have happened
@@ -148,19 +159,26 @@ class DaytonaSandboxBackend:
 
         live_runs.record(name)  # before the request: gc must not take a sandbox being built for an orphan
         say(f"creating {name} from {self.settings.source}")
-        work = retrying("create", attempt, budget_s=self.settings.retry_budget_s, notify=say, recover=find_by_name)
+        # Retries end with the episode's time (--timeout), however long the retry budget.
+        budget = min(self.settings.retry_budget_s, timeout_s) if timeout_s else self.settings.retry_budget_s
+        work = retrying("create", attempt, budget_s=budget, notify=say, recover=find_by_name)
         try:
             sandbox = self._bridge.run(work, cancel=cancel)
         except BaseException as exc:
-            leftover = self._delete_leftover(client, created_id, name)
+            cancelled = isinstance(exc, Cancelled)
+            leftover = self._delete_leftover(client, created_id, name, quick=cancelled) if created_id or unsure else ""
             live_runs.forget(name)
-            self._bridge.run(_release_client(client))
-            if isinstance(exc, Cancelled):
+            try:
+                self._bridge.run(_release_client(client), timeout=CANCEL_GRACE_S if cancelled else None)
+            except Exception:  # noqa: BLE001 - a client that cannot close leaks a socket; report the create
+                pass
+            if cancelled:
                 raise SandboxError(f"creating the Daytona sandbox was cancelled{leftover}") from None
             if isinstance(exc, Exception):
                 raise SandboxError(f"creating the Daytona sandbox failed: {_message(exc)}{leftover}") from exc
             raise
-        handle = DaytonaSandbox(self._bridge, client, sandbox, self.settings, on_close=self._closed)
+        handle = DaytonaSandbox(self._bridge, client, sandbox, self.settings, on_close=self._closed,
+                                retry_deadline=time.monotonic() + timeout_s if timeout_s else None)  # fmt: skip
         registry.register(handle)
         _live.add(handle)
         _install_exit_hook()
@@ -182,13 +200,16 @@ class DaytonaSandboxBackend:
             "auto_delete_interval": 0,  # deleted as soon as it stops
             "ttl_minutes": lifetime_minutes(timeout_s),
         }
+        if settings.target:
+            common["target"] = settings.target  # this create's region, whatever DAYTONA_TARGET says
         if settings.snapshot:
             return CreateSandboxFromSnapshotParams(snapshot=settings.snapshot, **common)
         resources = Resources(cpu=settings.cpu, memory=settings.memory_gb, disk=settings.disk_gb)
         return CreateSandboxFromImageParams(image=settings.image, resources=resources, **common)
 
-    def _delete_leftover(self, client, created_id: list[str], name: str) -> str:
-        """Delete a sandbox a failed create may have left; say what happened, for the message."""
+    def _delete_leftover(self, client, created_id: list[str], name: str, *, quick: bool = False) -> str:
+        """Delete a sandbox a failed create may have left; say what happened, for the message.
+        ``quick`` (a cancel: the user is waiting) tries once, for :data:`CANCEL_GRACE_S` at most."""
         async def delete() -> str | None:
             target = await _get_or_none(client, created_id[0] if created_id else name)
             if target is None:
@@ -196,10 +217,11 @@ class DaytonaSandboxBackend:
             await target.delete()
             return target.id
 
+        budget = 0.0 if quick else self.settings.retry_budget_s
         try:
             deleted = self._bridge.run(
-                retrying("deleting a half-created sandbox", delete, budget_s=self.settings.retry_budget_s,
-                         notify=lambda _m: None), timeout=self.settings.retry_budget_s + 30,
+                retrying("deleting a half-created sandbox", delete, budget_s=budget, notify=lambda _m: None),
+                timeout=CANCEL_GRACE_S if quick else self.settings.retry_budget_s + 30,
             )  # fmt: skip
         except Exception as exc:  # noqa: BLE001
             return f"; sandbox {name} may remain ({_message(exc)}): run `smoldata-tui daytona gc`"
@@ -281,6 +303,18 @@ def _info(sandbox) -> SandboxInfo:
     state, _ = _state_of(sandbox)
     return SandboxInfo(sandbox.id, sandbox.name or "", state, dict(sandbox.labels or {}),
                        str(getattr(sandbox, "created_at", "") or ""))  # fmt: skip
+
+
+def _may_have_made(exc: BaseException) -> bool:
+    """Whether a create that failed with ``exc`` (and no sandbox id) may still have made a sandbox:
+    its answer was lost or it timed out. A 4xx, a 429/502/503, a refused connection, an error
+    raised before the request went out: nothing was made."""
+    from daytona import DaytonaTimeoutError
+
+    reason = transient_reason(exc)
+    if reason is not None:
+        return is_ambiguous(reason)
+    return isinstance(exc, (DaytonaTimeoutError, TimeoutError))
 
 
 async def _get_or_none(client, id_or_name: str):

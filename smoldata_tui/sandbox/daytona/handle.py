@@ -29,6 +29,9 @@ T = TypeVar("T")
 _log = logging.getLogger(__name__)
 GOOD_STATES = frozenset({"started", "starting"})
 MAX_APPENDED = 4 << 20
+# Past the retry deadline (--timeout ran out: recovering calls and grading), what a call may still
+# spend on retries: the episode's grading floor, no more.
+LATE_RETRY_BUDGET_S = 30.0
 READ_PIECE = 16 << 20  # its base64 fits the MAX_CAPTURE exec keeps
 
 
@@ -38,8 +41,10 @@ class SandboxLost(SandboxError):
 
 class DaytonaSandbox:
     def __init__(self, bridge: LoopThread, client: Any, sandbox: Any, settings: DaytonaSettings,
-                 *, on_close: Callable[[DaytonaSandbox], None] | None = None) -> None:  # fmt: skip
+                 *, on_close: Callable[[DaytonaSandbox], None] | None = None,
+                 retry_deadline: float | None = None) -> None:  # fmt: skip
         self._bridge = bridge
+        self.retry_deadline = retry_deadline  # time.monotonic() when the episode's --timeout runs out
         self._client = client
         self._sandbox = sandbox
         self._settings = settings
@@ -60,6 +65,22 @@ class DaytonaSandbox:
     @property
     def name(self) -> str:
         return self._sandbox.name
+
+    @property
+    def resources(self) -> dict[str, object]:
+        """What Daytona gave the sandbox, as it reported it at creation: cpu, memory and disk (GiB),
+        target (region), and the snapshot or image it was made from."""
+        got = {key: getattr(self._sandbox, key, None) for key in ("cpu", "memory", "disk", "target")}
+        record: dict[str, object] = {"cpu": got["cpu"], "memory_gib": got["memory"], "disk_gib": got["disk"],
+                                     "target": got["target"]}  # fmt: skip
+        snapshot = getattr(self._sandbox, "snapshot", None)
+        if snapshot:
+            record["snapshot"] = snapshot
+        else:  # a string image arrives as a one-line Dockerfile: "FROM <image>"
+            dockerfile = getattr(getattr(self._sandbox, "build_info", None), "dockerfile_content", None) or ""
+            images = [line.split()[1] for line in dockerfile.splitlines() if line.upper().startswith("FROM ") and len(line.split()) > 1]
+            record["image"] = images[0] if images else None
+        return {key: value for key, value in record.items() if value is not None and value != ""}
 
     def start_keepalive(self) -> None:
         self._keepalive = asyncio.run_coroutine_threadsafe(self._keep_alive(), self._bridge.loop)
@@ -285,7 +306,7 @@ class DaytonaSandbox:
             self.notify(message)
 
         started = time.monotonic()
-        work = retrying(what, attempt, budget_s=self._settings.retry_budget_s, notify=notify, recover=recover,
+        work = retrying(what, attempt, budget_s=self._retry_budget(started), notify=notify, recover=recover,
                         check=self._check_state if guard else None, repeatable=repeatable)  # fmt: skip
         try:
             return self._bridge.run(work, cancel=self.interrupt if interruptible else None)
@@ -299,6 +320,13 @@ class DaytonaSandbox:
                 self._raise_if_lost(exc)
             raise SandboxError(f"{_failure(what, reason, retries, time.monotonic() - started, repeatable)}: "
                                f"{_message(exc)}") from exc  # fmt: skip
+
+    def _retry_budget(self, now: float) -> float:
+        """Retries end when the episode's time does; past it, they get the grading floor."""
+        if self.retry_deadline is None:
+            return self._settings.retry_budget_s
+        left = self.retry_deadline - now
+        return min(self._settings.retry_budget_s, left if left > 0 else LATE_RETRY_BUDGET_S)
 
     async def _check_state(self) -> None:
         from daytona import DaytonaNotFoundError

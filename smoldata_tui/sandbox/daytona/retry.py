@@ -1,14 +1,20 @@
 """Retrying Daytona calls: rate limits (429), server errors (5xx) and lost connections are retried
 with exponential backoff until a time budget runs out; each retry is reported (the stage log shows
-it). The SDK itself retries none of them. Everything else fails at once."""
+it). The SDK itself retries none of them. Everything else fails at once, and so does an API that
+cannot be reached (connection refused, unknown host) before it ever answered: that is a wrong
+``DAYTONA_API_URL`` or no network, which no retry mends."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+
+from smoldata_tui.sandbox.daytona.settings import api_url, shown_api_url
+from smoldata_tui.sandbox.errors import SandboxError
 
 T = TypeVar("T")
 FIRST_DELAY_S = 0.5
@@ -18,6 +24,17 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # the backoff it asked for has passed, so a batch slows down together instead of each episode
 # hammering the rate limiter on its own schedule.
 _rate_limited_until = 0.0
+# The API URLs that answered a call of this process: a refused connection to one of them is an outage
+# worth waiting out; to any other, a URL that never worked.
+_answered_urls: set[str] = set()
+UNREACHABLE = "unreachable"
+
+
+class DaytonaUnreachable(SandboxError):
+    """The Daytona API refused the connection or its host name did not resolve, at the first call."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"cannot reach the Daytona API at {shown_api_url()}: {why}")
 
 
 def shared_backoff_left() -> float:
@@ -41,6 +58,8 @@ def transient_reason(exc: BaseException) -> str | None:
         from daytona import DaytonaConnectionError, DaytonaError, DaytonaRateLimitError
     except ImportError:  # pragma: no cover - the backend is only built when the SDK is installed
         return None
+    if (why := unreachable_because(exc)) is not None:
+        return f"{UNREACHABLE} ({why})"
     if isinstance(exc, DaytonaRateLimitError):
         return "rate limited (429)"
     if isinstance(exc, DaytonaConnectionError):
@@ -59,18 +78,36 @@ def transient_reason(exc: BaseException) -> str | None:
     return None
 
 
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status behind ``exc``: its own ``status_code``, else the first one along its
-    causes (a ``DaytonaError``'s ``status_code``, an aiohttp or OpenAPI exception's ``status``)."""
+def unreachable_because(exc: BaseException) -> str | None:
+    """"connection refused" or "host not found" when the request never reached a server (so it
+    surely did not run), found along the exception's causes; else None."""
+    for current in _causes(exc):
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(current, socket.gaierror):
+            return "host not found"
+    return None
+
+
+def _causes(exc: BaseException):
+    """``exc`` and its causes, set by the SDK's and aiohttp's ``raise ... from`` (a ``__context__``
+    may be unrelated)."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        yield current
+        current = current.__cause__
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status behind ``exc``: its own ``status_code``, else the first one along its
+    causes (a ``DaytonaError``'s ``status_code``, an aiohttp or OpenAPI exception's ``status``)."""
+    for current in _causes(exc):
         for attribute in ("status_code", "status"):
             status = getattr(current, attribute, None)
             if isinstance(status, int) and not isinstance(status, bool):
                 return status
-        current = current.__cause__  # set by the SDK's `raise ... from`; a __context__ may be unrelated
     return None
 
 
@@ -78,7 +115,7 @@ def is_ambiguous(reason: str) -> bool:
     """Whether the request may have taken effect. A 429, 502 or 503 comes from Daytona's front
     (rate limiter, proxy) before the sandbox ran anything; after a 500, a 504 or a lost connection
     it may have run, so an operation that must not run twice checks before repeating itself."""
-    return not reason.startswith(("rate limited", "server error (502)", "server error (503)"))
+    return not reason.startswith(("rate limited", "server error (502)", "server error (503)", UNREACHABLE))
 
 
 async def retrying(
@@ -97,7 +134,8 @@ async def retrying(
     ambiguous failure; a non-None result is taken as the operation's result. ``check`` is awaited
     after each failure from the second on and may raise to stop retrying (a sandbox in an error
     state will not come back). ``repeatable=False`` (a command that must not run twice, with no
-    way to ask whether it ran) retries only what surely did not run: 429, 502, 503."""
+    way to ask whether it ran) retries only what surely did not run: 429, 502, 503, a refused
+    connection. An API never reached in this process raises :class:`DaytonaUnreachable` at once."""
     deadline = time.monotonic() + budget_s
     delay = FIRST_DELAY_S
     failures = 0
@@ -105,11 +143,16 @@ async def retrying(
         if (left := shared_backoff_left()) > 0:
             await asyncio.sleep(left)
         try:
-            return await attempt()
+            result = await attempt()
+            _answered_urls.add(api_url())
+            return result
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - classified below; the rest re-raised unchanged
             reason = transient_reason(exc)
+            why = unreachable_because(exc)
+            if why is not None and api_url() not in _answered_urls:
+                raise DaytonaUnreachable(why) from exc
             if reason is None or time.monotonic() + delay > deadline:
                 raise
             if not repeatable and recover is None and is_ambiguous(reason):

@@ -3,7 +3,11 @@ labels, lifetime. Nothing here imports the SDK, so a missing key is reported bef
 
 Credentials stay in the environment: ``DAYTONA_API_KEY`` (or a ``.env`` file, as the SDK reads it),
 ``DAYTONA_API_URL``, ``DAYTONA_TARGET``. We only check that a key exists; its value is never copied
-into our objects, messages or files.
+into our objects, messages or files. The API URL is named in messages with any credentials in it
+masked.
+
+The defaults are the environment's own Daytona backend's: a snapshot from
+``$DATA_AGENT_DAYTONA_SNAPSHOT`` when set, else its image with 1 CPU, 4 GiB memory, 5 GiB disk.
 """
 
 from __future__ import annotations
@@ -14,11 +18,16 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from smoldata_tui.sandbox.errors import SandboxError
 
 DEFAULT_IMAGE = "docker.io/savatar101/env-data-agent-train:base"  # the environment's image
 SNAPSHOT_ENV = "DAYTONA_SNAPSHOT"
+ENVIRONMENT_SNAPSHOT_ENV = "DATA_AGENT_DAYTONA_SNAPSHOT"  # what the environment's own backend reads
+DEFAULT_API_URL = "https://app.daytona.io/api"  # the SDK's, when DAYTONA_API_URL is not set
+# The environment's backend makes image sandboxes with these (a snapshot brings its own).
+DEFAULT_CPU, DEFAULT_MEMORY_GB, DEFAULT_DISK_GB = 1, 4, 5
 APP_LABEL = "smoldata-tui"
 USER = "root"  # the environment runs its episodes as root
 # Inactivity before Daytona stops a sandbox. A watched run pings it every KEEPALIVE_S, so only a
@@ -57,6 +66,51 @@ def require_api_key() -> None:
         raise DaytonaCredentialsMissing()
 
 
+def api_url() -> str:
+    """The URL the SDK sends requests to: like the SDK, from the process environment only."""
+    return os.environ.get("DAYTONA_API_URL") or os.environ.get("DAYTONA_SERVER_URL") or DEFAULT_API_URL
+
+
+def masked_url(url: str) -> str:
+    """``url`` with a user, a password and query values replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "(a malformed URL)"
+    netloc = ("***@" if "@" in parts.netloc else "") + (f"[{host}]" if ":" in host else host)
+    netloc += f":{port}" if port is not None else ""
+    query = urlencode([(name, "***") for name, _ in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def shown_api_url() -> str:
+    """The API URL for a message, and where it came from."""
+    if os.environ.get("DAYTONA_API_URL"):
+        return f"{masked_url(api_url())} (DAYTONA_API_URL)"
+    if os.environ.get("DAYTONA_SERVER_URL"):
+        return f"{masked_url(api_url())} (DAYTONA_SERVER_URL)"
+    return f"{api_url()} (Daytona's default: DAYTONA_API_URL is not set)"
+
+
+def api_url_problem() -> str | None:
+    """Why the SDK cannot use the API URL (no scheme or host; credentials in it, which aiohttp
+    refuses beside the key's header), or None."""
+    url = api_url()
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is no number
+    except ValueError:
+        return f"the Daytona API URL {shown_api_url()} is malformed"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"the Daytona API URL {shown_api_url()} is not an http(s) URL with a host"
+    if "@" in parts.netloc:
+        return (f"the Daytona API URL {shown_api_url()} carries credentials: remove them "
+                "(the key goes in DAYTONA_API_KEY)")  # fmt: skip
+    return None
+
+
 def owner() -> str:
     """Who started the run, for the ``owner`` label: user@host."""
     try:
@@ -70,9 +124,10 @@ def owner() -> str:
 class DaytonaSettings:
     image: str = DEFAULT_IMAGE
     snapshot: str | None = None  # when set, created from this snapshot instead of the image
-    cpu: int = 2
-    memory_gb: int = 4
-    disk_gb: int = 10
+    cpu: int = DEFAULT_CPU  # resources of an image sandbox (a snapshot's are its own)
+    memory_gb: int = DEFAULT_MEMORY_GB
+    disk_gb: int = DEFAULT_DISK_GB
+    target: str | None = None  # the region; None: the SDK's (DAYTONA_TARGET, else the account's default)
     create_timeout_s: float = 600.0  # a first build of the image can take minutes
     retry_budget_s: float = 120.0  # how long 429/5xx/lost connections are retried before giving up
     auto_stop_minutes: int = AUTO_STOP_MINUTES
@@ -81,8 +136,9 @@ class DaytonaSettings:
 
     @classmethod
     def from_environment(cls, snapshot: str | None = None, **overrides: object) -> DaytonaSettings:
-        """``snapshot``: the ``--daytona-snapshot`` value; else ``$DAYTONA_SNAPSHOT``; else the image."""
-        chosen = snapshot or os.environ.get(SNAPSHOT_ENV) or None
+        """``snapshot``: the ``--daytona-snapshot`` value; else ``$DATA_AGENT_DAYTONA_SNAPSHOT`` (the
+        environment's); else ``$DAYTONA_SNAPSHOT``; else the image."""
+        chosen = snapshot or os.environ.get(ENVIRONMENT_SNAPSHOT_ENV) or os.environ.get(SNAPSHOT_ENV) or None
         return cls(snapshot=chosen, **overrides)  # type: ignore[arg-type]
 
     @property
