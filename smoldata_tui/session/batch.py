@@ -11,11 +11,11 @@ the CLI and the grid call :meth:`Batch.run` from one thread and cancel from anot
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -60,6 +60,19 @@ class EpisodeRun:
     @property
     def key(self) -> str:
         return self.outcome.key
+
+    def reset(self) -> None:
+        """Queued again (a requeued attempt): what the last try saw is forgotten, its listeners kept."""
+        with self._lock:
+            self.outcome = EpisodeOutcome(self.outcome.task, self.outcome.attempt)
+            self.stage_name = self.stage_state = ""
+            self.started_at = self.ended_at = None
+            self.trace_path = None
+            self.episode = None
+            self.cancelled = False
+            self._last_tool = None
+            self._analysis = TraceAnalysis(on_event=self._see_event)
+            self._stages = []
 
     # --- EpisodeObserver ----------------------------------------------------------------------
     def opened(self, trace_path: Path) -> None:
@@ -143,6 +156,10 @@ class BatchPlan:
     open_endpoint: Callable[[], ModelEndpoint]  # a fresh endpoint object per episode (closed by the Episode)
 
 
+REQUEUEABLE = frozenset({"error", "cancelled", "timeout", "killed"})
+REQUEUED_DIR = ".requeued"  # a requeued attempt's earlier tries, kept out of the fleet (hidden)
+
+
 class Batch:
     def __init__(self, plan: BatchPlan, observer: BatchObserver | None = None) -> None:
         if plan.attempts < 1 or plan.concurrency < 1 or not plan.tasks:
@@ -155,6 +172,16 @@ class Batch:
         self._tasks = {run.key: task for task in plan.tasks for run in self.runs if run.outcome.task == task.name}
         self._stop_reason: str | None = None
         self._lock = threading.Lock()
+        # The scheduler: runs wait in ``_queue`` (attempt order); at most ``_limit`` run at once,
+        # each on one of ``_workers`` threads. ``set_concurrency`` and ``requeue`` act while it runs.
+        self._slots = threading.Condition()
+        self._queue: collections.deque[EpisodeRun] = collections.deque(self.runs)
+        self._limit = plan.concurrency
+        self._active = 0
+        self._workers = 0
+        self._begun = False  # run() was called: workers may start
+        self._finished = False
+        self._requeued: dict[str, int] = {}  # run key -> how many times it was run again
         self._started_at = now_utc()
         self._clock = time.monotonic()
         self.wall_s: float | None = None
@@ -162,7 +189,7 @@ class Batch:
 
     # --- control ------------------------------------------------------------------------------
     def cancel(self, key: str, reason: str = "cancelled") -> None:
-        """Stop one episode (a queued one never starts)."""
+        """Stop one episode (a queued one never starts, and ends now)."""
         for run in self.runs:
             if run.key == key:
                 with self._lock:
@@ -170,6 +197,58 @@ class Batch:
                     episode = run.episode
                 if episode is not None:
                     episode.cancel(reason)
+                with self._slots:
+                    queued = run in self._queue
+                    if queued:
+                        self._queue.remove(run)
+                if queued:
+                    self._skip(run)
+
+    @property
+    def concurrency(self) -> int:
+        return self._limit
+
+    def set_concurrency(self, limit: int) -> None:
+        """At most ``limit`` episodes at once from now on: more start at once when it grows; when it
+        shrinks, running ones go on and no new one starts until fewer run."""
+        if limit < 1:
+            raise ValueError("the concurrency is at least 1")
+        with self._slots:
+            self._limit = limit
+            self._slots.notify_all()
+        self._ensure_workers()
+        self._save()
+
+    def requeue(self, key: str) -> str | None:
+        """Run an attempt that ended in error, was cancelled, timed out or was killed again, while the
+        batch runs. Its last try's folder is kept under ``.requeued/`` (hidden: the fleet and the
+        groups count the attempt once). None when queued, else why not."""
+        run = next((candidate for candidate in self.runs if candidate.key == key), None)
+        if run is None:
+            return f"no episode {key} in this batch"
+        with self._slots:
+            if self._finished:
+                return "the batch has ended"
+            if self._stop_reason is not None:
+                return "the batch is being cancelled"
+            outcome = run.outcome
+            if outcome.state != "ended":
+                return f"{key} has not ended"
+            if outcome.status not in REQUEUEABLE:
+                return f"{key} {outcome.status or 'ended'}: only an attempt that errored, was cancelled, timed out or was killed runs again"
+            tries = self._requeued.get(key, 0) + 1
+            previous = self.folder / key
+            if previous.is_dir():
+                keep = self.folder / REQUEUED_DIR / f"{key}-try{tries}"
+                keep.parent.mkdir(exist_ok=True)
+                previous.rename(keep)
+            self._requeued[key] = tries
+            run.reset()
+            self._queue.append(run)
+            self._slots.notify_all()
+        self._ensure_workers()
+        self._save()
+        return None
 
     def cancel_all(self, reason: str = "cancelled") -> None:
         with self._lock:
@@ -183,15 +262,58 @@ class Batch:
 
     # --- the run ------------------------------------------------------------------------------
     def run(self) -> dict:
-        """Run every episode; returns the summary (also saved as batch.json)."""
-        with ThreadPoolExecutor(max_workers=self.plan.concurrency, thread_name_prefix="batch-episode") as pool:
-            futures = [pool.submit(self._run_one, run) for run in self.runs]
-            # Waiting in short steps keeps the calling (main) thread free to take signals.
-            while not all(future.done() for future in futures):
-                time.sleep(0.1)
+        """Run every episode (and every attempt requeued meanwhile); returns the summary (also
+        saved as batch.json)."""
+        with self._slots:
+            self._begun = True
+        self._ensure_workers()
+        # Waiting in short steps keeps the calling (main) thread free to take signals.
+        while True:
+            with self._slots:
+                if not self._queue and self._active == 0 and self._workers == 0:
+                    self._finished = True  # under the lock: a requeue now is refused, never lost
+                    break
+            time.sleep(0.1)
         self.wall_s = time.monotonic() - self._clock
         self._save(final=True)
         return self.summary()
+
+    def _ensure_workers(self) -> None:
+        with self._slots:
+            wanted = min(self._limit, len(self._queue) + self._active) - self._workers
+            if not self._begun or self._finished or wanted <= 0:
+                return
+            self._workers += wanted
+        for _ in range(wanted):
+            threading.Thread(target=self._work, name="batch-episode", daemon=True).start()
+
+    def _work(self) -> None:
+        """One worker: the next queued run whenever fewer than the limit run; gone when the queue is
+        empty, or when there are more workers than the limit."""
+        while True:
+            with self._slots:
+                while True:
+                    if not self._queue or self._workers > self._limit:
+                        self._workers -= 1
+                        self._slots.notify_all()
+                        return
+                    if self._active < self._limit:
+                        break
+                    self._slots.wait(0.5)
+                run = self._queue.popleft()
+                self._active += 1
+            try:
+                self._run_one(run)
+            finally:
+                with self._slots:
+                    self._active -= 1
+                    self._slots.notify_all()
+
+    def _skip(self, run: EpisodeRun) -> None:
+        with self._lock:
+            run.outcome.state = "running"
+            run.started_at = time.monotonic()
+        self._end(run, status="cancelled", why=f"cancelled before it started ({self._stop_reason or 'cancelled'})")
 
     def summary(self) -> dict:
         wall = self.wall_s if self.wall_s is not None else time.monotonic() - self._clock
@@ -215,6 +337,7 @@ class Batch:
             scrub = SecretScrubber(endpoint.secrets).text
             spec = dataclasses.replace(self.plan.template, task=self._tasks[run.key], endpoint=endpoint,
                                        save_dir=self.folder, run_name=run.key)  # fmt: skip
+            # (a requeued attempt's last folder was moved aside: the same name is free again)
             episode = Episode(spec, run)
             with self._lock:
                 run.episode = episode
@@ -265,7 +388,8 @@ class Batch:
                 "harness": template.harness,
                 "model": template.endpoint.label,
                 "attempts": self.plan.attempts,
-                "concurrency": self.plan.concurrency,
+                "concurrency": self._limit,
+                "requeued": dict(self._requeued),
                 "stop_reason": self._stop_reason,
                 **self.summary(),
                 "runs": [run.outcome.to_json() for run in self.runs],

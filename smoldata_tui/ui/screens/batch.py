@@ -48,6 +48,9 @@ class BatchScreen(Screen[None]):
         Binding("c", "cancel_one", "Cancel this episode"),
         Binding("C", "cancel('C')", "Cancel every episode"),
         Binding("a", "attempt_groups", "Attempt groups: what GRPO learns"),
+        Binding("r", "requeue", "Run this attempt again (errored or cancelled)"),
+        Binding("plus,equals_sign", "concurrency(1)", "One more at once", key_display="+"),
+        Binding("minus", "concurrency(-1)", "One fewer at once", key_display="-"),
         Binding("escape", "cancel('Esc')", "Cancel every episode", show=False),
         Binding("q", "quit_episode", "Quit"),
     ]
@@ -115,7 +118,8 @@ class BatchScreen(Screen[None]):
             stage = Text(run.stage_name or "starting", style="$accent")
         else:
             stage = Text("queued", style="$text-muted")
-        verdict = outcome.verdict or progress["verdict"]
+        # A running episode's partial trace is no verdict: "rejected" would only say it has not ended.
+        verdict = outcome.verdict if outcome.state == "ended" else ("running" if outcome.state == "running" else "")
         if outcome.env_reward is not None:
             grade = Text(f"env_reward {outcome.env_reward:g}", style="bold $success" if outcome.passed else "bold $error")
         elif outcome.state == "ended":
@@ -143,7 +147,7 @@ class BatchScreen(Screen[None]):
         passed = sum(entry["passed"] for entry in report["tasks"].values())
         text = Text()
         text.append(f"{len(runs)} episodes", style="bold")
-        text.append(f" · {self.batch.plan.concurrency} at once · running {states.count('running')} · "
+        text.append(f" · {self.batch.concurrency} at once · running {states.count('running')} · "
                     f"queued {states.count('queued')} · ended {states.count('ended')} · graded {graded} · "
                     f"passed {passed} · failed {len(report['failed'])}")  # fmt: skip
         text.append(f"   {clip(str(self.batch.folder), 80)}", style="$text-muted")
@@ -180,6 +184,26 @@ class BatchScreen(Screen[None]):
         from smoldata_tui.ui.screens.groups import GroupsScreen
 
         self.app.push_screen(GroupsScreen(folder=self.batch.folder))
+
+    def action_requeue(self) -> None:
+        run = self._current()
+        if run is None:
+            self.app.bell()
+            return
+        refused = self.batch.requeue(run.key)
+        if refused is not None:
+            self.app.notify(refused, severity="warning", markup=False)
+        else:
+            self.app.notify(f"{run.key} queued again; its last try is kept in .requeued/", markup=False)
+        self._tick()
+
+    def action_concurrency(self, change: int) -> None:
+        wanted = self.batch.concurrency + change
+        if wanted < 1 or not self.running:
+            self.app.bell()
+            return
+        self.batch.set_concurrency(wanted)
+        self._tick()
 
     def action_cancel_one(self) -> None:
         run = self._current()
