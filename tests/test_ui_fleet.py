@@ -225,3 +225,40 @@ async def test_an_indexing_failure_is_said_and_the_rows_stay(tmp_path, monkeypat
         await wait_for(pilot, lambda: "indexing stopped: OSError: the disk went away" in text_of(app),
                        timeout=30, what="the failure on screen")  # fmt: skip
         assert len(screen.table.rows) == 2 and app.is_running
+
+
+def odd_fleet(tmp_path):
+    """Episodes whose cost, tokens, times and run.meta.json hold numbers no cost or count is."""
+    import re
+
+    folder = tmp_path / "odd"
+    traces = write_fleet(folder, 4, seed=26, defect_rate=0.0, with_metadata=1.0)
+    odd = [(rb'"cost":[0-9.e-]+', b'"cost":NaN'), (rb'"input":[0-9]+', b'"input":Infinity'),
+           (rb'"output":[0-9]+', b'"output":123456789012345678901234567890'), (rb'"timestamp":[0-9]+', b'"timestamp":1e309')]  # fmt: skip
+    for trace, (pattern, value) in zip(traces, odd):
+        trace.write_bytes(re.sub(pattern, value, trace.read_bytes(), count=1))
+    meta = traces[0].with_name("run.meta.json")
+    meta.write_bytes(re.sub(rb'"env_reward": [0-9.]+', b'"env_reward": NaN', meta.read_bytes()))
+    past = 1_700_000_000
+    for path in folder.rglob("*"):
+        os.utime(path, (past, past))  # settled: the cache keeps them
+    return folder
+
+
+async def test_odd_numbers_show_the_same_rows_cold_and_cached(tmp_path):
+    folder = odd_fleet(tmp_path)
+    shown = []
+    for _ in range(2):  # cold (every episode analysed), then from the cache
+        app = replay_app(folder)
+        async with app.run_test(size=(220, 20)) as pilot:
+            screen = await fleet_ready(pilot, 4)
+            shown.append((screen.last_refresh.analysed, [line.rstrip() for line in screen_lines(app)]))
+            await pilot.press("s", "s", "s", "s", "s", "s", "s", "s", "s", "s", "s", "s", "S")  # sort by each column
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running, what="the app to quit")
+        assert app.return_code in (0, None)
+    (cold_analysed, cold), (cached_analysed, cached) = shown
+    assert cold_analysed == 4 and cached_analysed == 0
+    assert cached == cold
+    assert "4 episodes · accepted by the wrapper 100.0% (4)" in cold[1], cold
+    assert "env_reward should be a finite number within ±2^53, not NaN: ignored" in "\n".join(cold)

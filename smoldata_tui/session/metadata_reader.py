@@ -6,7 +6,6 @@ and naming each problem in one sentence. The format is documented in
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 
@@ -22,6 +21,7 @@ from smoldata_tui.session.metadata import (
     lock_path_for,
     redacted_error,
 )
+from smoldata_tui.trace.numbers import counted, describe
 from smoldata_tui.trace.reader import read_at_most
 
 MAX_METADATA_BYTES = 4 << 20  # a metadata file is small; anything bigger is not one
@@ -45,9 +45,10 @@ class _Reader:
         value = (self.data if source is None else source).get(name)
         if value is None:
             return None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if counted(value):  # finite and within ±2**53, as the trace's numbers (trace/numbers.py)
             return value
-        self.problems.append(f"{label or name} should be a number, not {value!r}: ignored")
+        shown = describe(value) if isinstance(value, (int, float)) else repr(value)
+        self.problems.append(f"{label or name} should be a finite number within ±2^53, not {shown}: ignored")
         return None
 
     def integer(self, name: str) -> int | None:
