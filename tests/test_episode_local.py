@@ -73,7 +73,8 @@ def processes_matching(text: str) -> list[str]:
 
 
 def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 300, tasks_root: Path | None = None,
-                cancel_after: float | None = None, cancel_when=None, capture: bool = True) -> tuple:  # fmt: skip
+                cancel_after: float | None = None, cancel_when=None, expire_when=None,
+                capture: bool = True) -> tuple:  # fmt: skip
     task = load_task((tasks_root or default_task_root()) / task_name)
     endpoint = open_endpoint(model=model)
     recorder = Recorder()
@@ -90,6 +91,15 @@ def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 300,
             episode.cancel()
 
         threading.Thread(target=cancel_on_condition, daemon=True).start()
+    if expire_when is not None:  # the --timeout runs out once the condition holds (polled)
+
+        def expire_on_condition() -> None:
+            deadline = time.monotonic() + 240
+            while not expire_when() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            episode._deadline = time.monotonic()  # what the episode's own clock does when --timeout runs out
+
+        threading.Thread(target=expire_on_condition, daemon=True).start()
     return episode.run(), recorder
 
 
@@ -203,10 +213,9 @@ def test_stopping_mid_tool_leaves_nothing_and_recovers_the_running_call(tmp_path
     if how == "cancel":  # once the agent's `sleep 300` runs: the call is in flight
         result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs",
                                        cancel_when=lambda: processes_matching(marker), capture=False)  # fmt: skip
-    else:
-        # --timeout counts from the episode start: leave the agent time to reach its call first
-        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", timeout=45,
-                                       capture=False)  # fmt: skip
+    else:  # the time runs out once the agent's `sleep 300` runs (test_episode_caps: it counts from the start)
+        result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs", timeout=240,
+                                       expire_when=lambda: processes_matching(marker), capture=False)  # fmt: skip
     assert time.monotonic() - started < 240  # not the 300 s the call would take
     assert result.status == ("cancelled" if how == "cancel" else "timeout")
     assert [(c.tool, c.status) for c in result.recovered] == [("bash", "running")]

@@ -325,7 +325,7 @@ class Episode:
         else:
             job = sandbox.start_bg(agent_command(HOME, opencode=self._opencode), envs=agent_environment(HOME))
         follower = LogFollower(sandbox, agent_log_path(HOME), result.trace_path, self.observer.received, self._scrubber)
-        follow_agent(sandbox, job, follower, result, say, cancel=self._cancel, deadline=self._deadline)
+        follow_agent(sandbox, job, follower, result, say, cancel=self._cancel, deadline=lambda: self._deadline)
 
     # --- bookkeeping ------------------------------------------------------------------------
     @contextmanager

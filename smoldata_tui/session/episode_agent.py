@@ -29,10 +29,11 @@ CAPPED_POLL_S = 0.5  # once the log is capped only the agent's end is waited for
 
 
 def follow_agent(sandbox, job, follower: LogFollower, result: EpisodeResult, say: Callable[[str], None], *,
-                 cancel: threading.Event, deadline: float) -> None:
+                 cancel: threading.Event, deadline: Callable[[], float]) -> None:
     """Follow the agent's log until the agent ends, or stop it (TERM, then KILL) once ``cancel``
-    is set or the monotonic ``deadline`` has passed; its exit code, status, the caps its log
-    reached and what following it cost go into ``result``."""
+    is set or the monotonic time ``deadline()`` gives has passed (asked at every poll: the
+    episode's deadline is its own to move); its exit code, status, the caps its log reached and
+    what following it cost go into ``result``."""
     stopped_by_us = None
     try:
         while True:
@@ -44,7 +45,7 @@ def follow_agent(sandbox, job, follower: LogFollower, result: EpisodeResult, say
                 pass
             if cancel.is_set():
                 stopped_by_us = "cancelled"
-            elif time.monotonic() > deadline:
+            elif time.monotonic() > deadline():
                 stopped_by_us = "timeout"
             if stopped_by_us:
                 say(f"{stopped_by_us}: stopping the agent (TERM, then KILL)")
