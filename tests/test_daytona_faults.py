@@ -119,18 +119,22 @@ REPEATABLE_SETUP = {
 
 
 @pytest.mark.usefixtures("opencode_bin")
-@pytest.mark.parametrize("command", list(REPEATABLE_SETUP.values()), ids=list(REPEATABLE_SETUP))
-def test_a_lost_answer_to_a_repeatable_setup_command_is_retried_and_the_episode_is_graded(tmp_path, local_daytona,
-                                                                                         command):  # fmt: skip
+def test_a_lost_answer_to_each_repeatable_setup_command_is_retried_and_the_episode_is_graded(tmp_path, local_daytona):
     from .test_daytona_episode import PASSING, messages, run_daytona
 
-    # An image without OpenCode: it is uploaded, then made executable and asked its version.
+    # An image without OpenCode: it is uploaded, then made executable and asked its version. One
+    # episode, the answer to each of the four commands lost once (one episode each would only
+    # repeat the agent's run four times).
     settings = DaytonaSettings(image="docker.io/library/ubuntu:24.04", **FAST)
-    local_daytona.drop_answer_next(1, path_contains="process/execute", body_contains=command)
+    for command in REPEATABLE_SETUP.values():
+        local_daytona.drop_answer_next(1, path_contains="process/execute", body_contains=command)
     result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", settings=settings)
     assert result.error is None, result.error
     assert result.status == "finished" and result.grade.env_reward == 1.0
-    assert any("connection lost on exec: retry 1" in m for m in messages(recorder)), messages(recorder)
+    retried = [m for m in messages(recorder) if "connection lost on exec: retry 1" in m]
+    assert len(retried) == len(REPEATABLE_SETUP), messages(recorder)
     dropped = [path for _method, path, status in local_daytona.requests if status == 0]
-    assert len(dropped) == 1 and dropped[0].endswith("/process/execute"), dropped  # the fault did hit it
+    assert len(dropped) == len(REPEATABLE_SETUP) and all(path.endswith("/process/execute") for path in dropped), dropped
+    with local_daytona.faults.lock:
+        assert local_daytona.faults.failures == []  # every drop hit its command
     assert local_daytona.sandbox_ids() == []
