@@ -123,7 +123,15 @@ def _find_task(name: str, tasks_dir: str | None):
 
 
 def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
+    from smoldata_tui.episode.findings import episode_findings
+
     report = printer.analysis.report()
+    # What check and the viewer add to the stream's findings, read from the files just saved.
+    report.findings.extend(episode_findings(result.trace_path, report.findings, report.stats.calls_by_tool,
+                                            result.metadata))  # fmt: skip
+    codes: dict[str, int] = {}
+    for finding in report.findings:
+        codes[finding.kind] = codes.get(finding.kind, 0) + 1
     grade = None
     if result.grade is not None:
         grade = {
@@ -139,6 +147,7 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "wrapper_crash": report.verdict.wrapper_crash,
         "verdict": report.verdict.badge(),
         "findings": report.severity_counts(),
+        "finding_codes": codes,
         "grade": grade,
         "trace": str(result.trace_path),
         "metadata": str(result.metadata_path),

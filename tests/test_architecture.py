@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "smoldata_tui"
-CORE = ["trace", "tasks", "sandbox", "session", "training", "fleet", "diff"]
+CORE = ["trace", "tasks", "sandbox", "session", "training", "fleet", "diff", "episode"]
 HEAVY = ("textual", "openenv", "daytona")
 
 

@@ -4,6 +4,7 @@ the real sample tasks and graders. Each test also checks that nothing is left be
 from __future__ import annotations
 
 import json
+from collections import Counter
 import os
 import shutil
 import threading
@@ -273,6 +274,12 @@ def test_headless_cli_prints_events_and_a_final_json_line(tmp_path, cli, sandbox
     assert set(final["findings"]) == {"error", "warning", "info"}
     assert sum("tool_use" in line for line in lines[:-1]) == 3
     assert "[grading] done" in done.stderr
+    # The same findings as check on the saved episode, sidecars and capture record included.
+    checked = json.loads(cli("check", "--json", "--no-cache", final["trace"]).stdout)
+    by_severity = {severity: sum(1 for f in checked["findings"] if f["severity"] == severity)
+                   for severity in ("error", "warning", "info")}  # fmt: skip
+    assert final["findings"] == by_severity and final["finding_codes"] == dict(Counter(f["kind"] for f in checked["findings"]))
+    assert final["finding_codes"], "a captured live run has findings from its sidecars and capture record"
 
 
 def test_headless_cli_usage_errors(tmp_path, cli):

@@ -88,6 +88,7 @@ def tool_version() -> str:
     name, size and mtime, in full (compared as text, so no change can collide with another)."""
     package = Path(__file__).resolve().parent.parent
     deciding = [*package.joinpath("trace").glob("*.py"), *package.joinpath("training").glob("*.py"),
+                *package.joinpath("episode").glob("*.py"),
                 package / "fleet" / "summary.py", package / "fleet" / "work.py", package / "fleet" / "cache.py",
                 package / "session" / "metadata.py", package / "session" / "metadata_reader.py",
                 package / "check.py"]  # fmt: skip

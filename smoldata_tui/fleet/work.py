@@ -5,16 +5,13 @@ Kept apart so a forkserver can preload it (and through it the whole engine) once
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
+from smoldata_tui.episode.findings import episode_findings
 from smoldata_tui.fleet.summary import EpisodeSummary, fill_metadata, from_report, unreadable
 from smoldata_tui.session.metadata import METADATA_SUFFIX, sibling_path
 from smoldata_tui.session.metadata_reader import load_metadata
 from smoldata_tui.trace.analysis import TraceReport, analyze_path
 from smoldata_tui.trace.export_doc import account_for_export
 from smoldata_tui.trace.parallel import analyze_path_parallel
-from smoldata_tui.training.config_findings import sidecar_findings
-from smoldata_tui.training.validation import training_findings
 
 
 def analyze_trace(
@@ -39,23 +36,11 @@ def analyze_trace(
     problems = []
     metadata = load_metadata(sibling_path(path, METADATA_SUFFIX), problems)
     # the episode's configuration, when its sidecars sit beside it
-    report.findings.extend(sidecar_findings(path, metadata=metadata, tools_called=_tools_called(report)))
-    report.findings.extend(training_findings(path))  # openenv's verdict on its run.training.json, when there is one
+    report.findings.extend(episode_findings(path, report.findings, report.stats.calls_by_tool, metadata))
     summary = from_report(path, report)
     if with_metadata:
         fill_metadata(summary, metadata, problems)
     return report, summary
-
-
-# findings of a line the analysis could not read as one event: calls on it are not in its counts
-_UNCOUNTED_LINES = frozenset({"malformed_line", "truncated_line", "wrapper_split", "undecodable", "wrapper_crash"})
-
-
-def _tools_called(report: TraceReport) -> Collection[str] | None:
-    """The tools the analysis counted calls of, when that count covers every line of the trace."""
-    if any(finding.kind in _UNCOUNTED_LINES for finding in report.findings):
-        return None
-    return report.stats.calls_by_tool
 
 
 def summarize_episode(path: str) -> EpisodeSummary:

@@ -222,6 +222,7 @@ class _FollowLoop:
             everything_released = owner.release_limit is None or owner.release_limit >= size
             if caught_up and everything_released and not self.finished and self.should_finish(size):
                 self.analysis.finish()
+                self.add_episode_findings()
                 self.finished = True
                 unposted = True
             # At most one message per POST_SECONDS (the first and the last at once): a trace
@@ -237,6 +238,19 @@ class _FollowLoop:
             if caught_up:
                 self.check_metadata()
                 owner._sleep(min(POLL_SECONDS, wait) if unposted and wait > 0 else POLL_SECONDS)
+
+    def add_episode_findings(self) -> None:
+        """The findings from outside the stream (sidecars, training file, capture record), as
+        ``check`` and the fleet add them (``episode/findings.py``): the same list on every surface."""
+        from smoldata_tui.episode.findings import episode_findings
+
+        self.check_metadata(force=True)  # the runner saved it last: read what it says now
+        analysis = self.analysis
+        try:
+            extra = episode_findings(self.path, analysis.findings, analysis.stats.calls_by_tool, self.metadata)
+        except OSError:
+            return  # the sidecars went away meanwhile: the stream's findings stand
+        analysis.findings.extend(extra)
 
     def should_finish(self, size: int) -> bool:
         """Saved traces end at EOF; a followed one when its episode says it is over."""
