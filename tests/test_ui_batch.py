@@ -67,9 +67,15 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sa
         await pilot.press("C")  # cancel every episode, after asking
         assert isinstance(app.screen, ConfirmCancel)
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, FleetScreen), 180)
+        await wait_for(pilot, lambda: grid.ended.is_set() and not grid.running, 180)
+        assert app.screen is grid  # the grid stays, with each task's pass@k
+        await pilot.pause(0.5)
+        assert "pass@1 0.00" in str(grid.query_one("#batch-totals").render())
+        await pilot.press("e")  # the fleet table over the batch folder, and back
+        await wait_for(pilot, lambda: isinstance(app.screen, FleetScreen), 30)
         assert app.screen.folder == grid.batch.folder
-        assert grid.ended.is_set()
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is grid, 30)
         saved = json.loads((grid.batch.folder / "batch.json").read_text())
         assert [row["status"] for row in saved["runs"]] == ["cancelled"] * 3
         assert saved["runs"][0]["why"] and batch_exit_status(app) == 1

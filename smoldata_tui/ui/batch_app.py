@@ -1,5 +1,5 @@
-"""``smoldata-tui run`` with a batch and without ``--headless``: the live grid, then the fleet
-table over the batch folder. Every way out of the app cancels every episode first and waits for
+"""``smoldata-tui run`` with a batch and without ``--headless``: the live grid (which stays when the
+batch ends, with pass@k; `e` opens the fleet table over the batch folder). Every way out of the app cancels every episode first and waits for
 their sandboxes to be released (the live app's stop paths, with the grid as their one episode)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The live grid of a batch: one row per (task, attempt), updated as the episodes run; totals and
 pass@k at the top. Enter follows that episode's timeline (Esc comes back), ``c`` cancels the
 episode under the cursor, ``C`` (or Esc, Ctrl+C, after asking) every episode; each releases its
-sandbox. When the batch has ended the grid becomes the fleet table over the batch folder."""
+sandbox. When the batch has ended the grid stays with each task's pass@k; `e` opens the fleet table over the batch folder."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ class BatchScreen(Screen[None]):
         Binding("c", "cancel_one", "Cancel this episode"),
         Binding("C", "cancel('C')", "Cancel every episode"),
         Binding("a", "attempt_groups", "Attempt groups: what GRPO learns"),
+        Binding("e", "fleet", "The fleet table over the batch folder"),
         Binding("r", "requeue", "Run this attempt again (errored or cancelled)"),
         Binding("plus,equals_sign", "concurrency(1)", "One more at once", key_display="+"),
         Binding("minus", "concurrency(-1)", "One fewer at once", key_display="-"),
@@ -232,23 +233,17 @@ class BatchScreen(Screen[None]):
         self._tick()
 
     def on_batch_ended(self, _message: BatchEnded) -> None:
+        """The grid stays, with each task's pass@k: ``e`` opens the fleet table over the batch folder
+        (Esc comes back), ``a`` its attempt groups."""
         self.running = False
         self._tick()
         if self._quit_after:
             self.app.exit()
             return
-        if self.app.screen is self:
-            self._become_fleet()
-        else:  # someone is following an episode: the switch waits for their return
-            self._fleet_pending = True
+        self.app.notify("the batch has ended: e opens the fleet table over its folder, a its attempt groups, q quits",
+                        title="batch ended")  # fmt: skip
 
-    def on_screen_resume(self) -> None:
-        if getattr(self, "_fleet_pending", False):
-            self._fleet_pending = False
-            self.call_after_refresh(self._become_fleet)
-
-    def _become_fleet(self) -> None:
-        """The grid's job is done: the fleet table over the batch folder (q quits from it)."""
+    def action_fleet(self) -> None:
         from smoldata_tui.ui.screens.fleet import FleetScreen
 
-        self.app.switch_screen(FleetScreen(self.batch.folder, standalone=True))
+        self.app.push_screen(FleetScreen(self.batch.folder, standalone=False))
