@@ -79,7 +79,7 @@ async def test_an_open_step_shows_as_an_inferred_row_and_the_elapsed_time_ticks(
         screen._probed([RunningCommand("sleep 60", 42.0)])
         await pilot.pause()
         shown = "\n".join(screen_lines(app))
-        assert "tool running: bash `sleep 60` for 42.0s" in shown and "inferred from the sandbox's processes" in shown
+        assert "42.0s tool running: bash `sleep 60`" in shown and "inferred from the sandbox's processes" in shown
 
 
 async def test_a_call_running_when_the_agent_was_killed_appears_under_the_timeline():
@@ -97,3 +97,19 @@ async def test_a_finished_episode_has_no_inferred_row():
         await loaded(pilot)
         shown = "\n".join(screen_lines(app))
         assert "model thinking" not in shown and "killed while running" not in shown
+
+
+async def test_a_live_trace_says_starting_opencode_then_a_verdict_so_far_never_the_warning_badge(tmp_path):
+    trace = _running_episode(tmp_path, TraceBuilder())  # OpenCode has written nothing yet
+    app = replay_app(trace, follow=True)
+    async with app.run_test(size=(160, 45), notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "EpisodeScreen", what="the screen")
+        await wait_for(pilot, lambda: "starting OpenCode" in "\n".join(screen_lines(app)), what="starting OpenCode")
+        assert "Incomplete OpenCode event stream" not in "\n".join(screen_lines(app))
+        builder = TraceBuilder(start_ms=int(time.time() * 1000))
+        builder.step_start()
+        with open(trace, "ab") as handle:
+            handle.write(builder.dumps())
+        await wait_for(pilot, lambda: "verdict so far" in "\n".join(screen_lines(app)), what="the verdict so far")
+        shown = "\n".join(screen_lines(app))
+        assert "starting OpenCode" not in shown and "if the trace ended here" in shown

@@ -42,9 +42,10 @@ def live_rows(model: TimelineModel, *, running: bool, processes: Sequence[Runnin
     since = last.timestamp if last.timestamp is not None else started
     text.append(" \u22ef ", "bold reverse")
     if processes:
+        # The duration first: at 80 columns the command is what gives way.
         oldest = max(processes, key=lambda p: p.seconds or 0)
-        how_long = f" for {format_duration(oldest.seconds * 1000)}" if oldest.seconds is not None else ""
-        text.append(f" tool running: bash `{clip(neutralize(oldest.command, keep_newlines=False), 80)}`{how_long}", "bold")
+        how_long = f"{format_duration(oldest.seconds * 1000)} " if oldest.seconds is not None else ""
+        text.append(f" {how_long}tool running: bash `{clip(neutralize(oldest.command, keep_newlines=False), 80)}`", "bold")
         if len(processes) > 1:
             text.append(f" (+{len(processes) - 1} more)", "dim")
         text.append(f"  step {last.step} · inferred from the sandbox's processes", "dim italic")

@@ -41,10 +41,19 @@ class HeaderState:
     divergences: tuple[str, ...] = ()  # a replay's divergences, one line each
 
 
-def verdict_text(verdict: Verdict | None) -> Text:
+def verdict_text(verdict: Verdict | None, *, final: bool = True, starting: bool = False) -> Text:
+    """The verdict badge. While a live trace is still being written its verdict is only what the
+    wrapper would say if it ended there: drawn plain, not in the warning colour; before OpenCode
+    has written anything it is no verdict at all."""
+    if starting:
+        return Text("verdict: starting OpenCode… (no events yet)", "dim")
     if verdict is None:
         return Text("verdict: reading the trace…", "dim")
     badge = clip(verdict.badge(), 300)
+    if not final:
+        text = Text("verdict so far ", "dim")
+        text.append(f" {badge} ", "bold reverse")
+        return text
     if verdict.failure is None:
         style = "bold $success-badge"
     elif verdict.failure.crashes:
@@ -79,8 +88,9 @@ def header_text(state: HeaderState, width: int) -> Text:
         text.append(f" replay diverged{f' ({count})' if count > 1 else ''} ", "bold $warning-badge")
         text.append(" " + clip(state.divergences[0], 120), "$warning")
     text.append("\n")
-    text.append_text(verdict_text(state.verdict))
-    if state.verdict is not None and not state.final:
+    starting = not state.final and state.events == 0 and state.status == "running"
+    text.append_text(verdict_text(state.verdict, final=state.final, starting=starting))
+    if state.verdict is not None and not state.final and not starting:
         text.append(" if the trace ended here", "dim italic")
     text.append(f"   {state.events:,} events", "dim")
     counts = state.severity_counts
