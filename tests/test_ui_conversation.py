@@ -161,3 +161,17 @@ async def test_the_prompt_an_episode_recorded_is_the_one_shown(tmp_path):
         shown = view.shown_text()
         assert "the prompt this episode gave the agent (run.meta.json)" in shown
         assert "Find the sales region" not in shown  # not a shipped task's instruction
+
+
+async def test_a_call_the_agent_left_running_ends_the_conversation_marked_unfinished():
+    app = replay_app(REAL / "killed_mid_tool.jsonl")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await loaded(pilot)
+        await pilot.press("c", "G")  # the last item
+        await pilot.pause(0.2)
+        shown = conversation(app).shown_text()
+        assert "Unfinished when the agent was" in shown and "recovered from opencode export" in shown
+        assert "sleep 300" in shown and "never finished" in shown
+        await pilot.press("k", "j")  # walking onto it keeps the timeline where it is, and nothing breaks
+        await pilot.pause(0.2)
+        assert "Unfinished when the agent was" in conversation(app).shown_text()

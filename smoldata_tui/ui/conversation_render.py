@@ -248,3 +248,22 @@ def prompt_parts(prompt: str, source: str, look: Look) -> list[RenderableType]:
     return parts + ([fold_note(hidden, look)] if hidden else [])
 
 
+
+
+def recovered_parts(calls: list[dict], status: str | None) -> list[RenderableType]:
+    """The calls still running when the agent was stopped (from ``opencode export``; the stream
+    never shows them), each as its tool and what it was doing, marked unfinished."""
+    parts: list[RenderableType] = [Text(f"Unfinished when the agent was {safe_text(status or 'stopped')}", "conv.heading"),
+                                   Text("recovered from opencode export: the stream never shows these calls", "conv.muted")]  # fmt: skip
+    for call in calls:
+        tool_input = call.get("input") if isinstance(call.get("input"), dict) else {}
+        what = tool_input.get("command") or tool_input.get("filePath") or ""
+        line = Text(f"\u2717 {safe_text(str(call.get('tool')))}", "conv.warning")
+        if what:
+            line.append(f"  {safe_text(str(what))}", "conv.code")
+        line.append(f"   status {safe_text(str(call.get('status')))}, never finished", "conv.muted")
+        parts.append(line)
+        partial = call.get("partial_output")
+        if isinstance(partial, str) and partial:
+            parts.append(Text(safe_text(partial[-2000:]), "conv.muted", overflow="fold"))
+    return parts

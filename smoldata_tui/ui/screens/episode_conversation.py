@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from smoldata_tui.session.metadata import EpisodeMetadata
-from smoldata_tui.ui.widgets.conversation import PROMPT, ConversationView
+from smoldata_tui.ui.widgets.conversation import PROMPT, RECOVERED, ConversationView
 
 if TYPE_CHECKING:
     from smoldata_tui.ui.screens.episode import EpisodeScreen
@@ -61,6 +61,8 @@ class ConversationController:
     def metadata_changed(self, path: Path, metadata: EpisodeMetadata | None) -> None:
         found = episode_prompt(self.screen, metadata)
         self.view.set_prompt(*(found or (None, "")))
+        self.view.set_recovered(metadata.recovered_calls if metadata is not None else [],
+                                metadata.status if metadata is not None else None)  # fmt: skip
 
     def grew(self) -> None:
         if self.visible:
@@ -79,7 +81,7 @@ class ConversationController:
     def selected(self, event: int) -> None:
         """An item was chosen in the conversation: the timeline's cursor goes to its row."""
         screen = self.screen
-        if event == PROMPT or screen.model.count == 0:
+        if event in (PROMPT, RECOVERED) or screen.model.count == 0:
             return
         timeline = screen.timeline
         if not timeline.go_to_event(event):  # hidden by the filter: the nearest row shown

@@ -9,6 +9,8 @@ cursor to its row); the timeline's cursor selects the item holding its event.
 
 from __future__ import annotations
 
+import sys
+
 import io
 from bisect import bisect_right
 from collections.abc import Callable
@@ -25,12 +27,13 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from smoldata_tui.trace.summary import parse_line
-from smoldata_tui.ui.conversation_render import Look, event_parts, prompt_parts
+from smoldata_tui.ui.conversation_render import Look, event_parts, prompt_parts, recovered_parts
 from smoldata_tui.ui.theme_text import rich_theme
 from smoldata_tui.ui.timeline_model import TimelineModel
 from smoldata_tui.ui.widgets.styles import set_virtual_size
 
 PROMPT = -1  # the item before every event: the task prompt, when one is known
+RECOVERED = sys.maxsize  # the item after every event: calls the agent left running, when it was stopped
 # step_finish: drawn only when the step ended abnormally (length, unknown...); otherwise an empty item
 KINDS = frozenset({"step_start", "text", "reasoning", "tool_use", "error", "step_finish"})
 WINDOW = 12  # items drawn on each side of the selected one (a screenful, and some)
@@ -67,6 +70,7 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
         self.items: list[int] = []
         self.scanned = 0  # events of the model looked at so far
         self.prompt: tuple[str, str] | None = None  # (text, where it came from)
+        self.recovered: tuple[list[dict], str | None] | None = None  # (recovered calls, the episode's status)
         self.selected = 0
         self.expanded: set[int] = set()
         self._cache: LRUCache[tuple, list[Strip]] = LRUCache(ITEM_CACHE)
@@ -87,6 +91,12 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
             self._cache.clear()
             self.redraw()
 
+    def set_recovered(self, calls: list[dict], status: str | None) -> None:
+        recovered = (list(calls), status) if calls else None
+        if recovered != self.recovered:
+            self.recovered = recovered
+            self.reset()
+
     def reset(self) -> None:
         """Start over (a new trace, or the prompt appeared): items are rebuilt from the model."""
         self.items = [PROMPT] if self.prompt is not None else []
@@ -104,9 +114,13 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
         if model.count == self.scanned and self._rows:
             return
         events, items = model.events, self.items
+        if items and items[-1] == RECOVERED:
+            items.pop()  # stays the last item
         for index in range(self.scanned, model.count):
             if events[index].kind in KINDS:
                 items.append(index)
+        if self.recovered is not None:
+            items.append(RECOVERED)
         self.scanned = model.count
         if not self._rows or self._window[1] >= len(items) - WINDOW or len(items) <= 2 * WINDOW + 1:
             self.redraw()
@@ -187,6 +201,8 @@ class ConversationView(ScrollView, can_focus=True, inherit_bindings=False):
         look = self.look(expanded)
         if event == PROMPT:
             parts = prompt_parts(*self.prompt, look) if self.prompt else []
+        elif event == RECOVERED:
+            parts = recovered_parts(*self.recovered) if self.recovered else []
         else:
             record = self.model.record(event)
             raw = self.read(record.offset, min(record.length, READ_LIMIT))
