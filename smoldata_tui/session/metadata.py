@@ -153,6 +153,8 @@ class EpisodeMetadata:
     capture: dict = field(default_factory=dict)
     # The task's instruction as the agent was given it (the first PROMPT_CAP characters).
     prompt: str | None = None
+    # A fork (session/fork.py): {parent (its trace's path), at_step, model, edited, edited_call}; null otherwise.
+    fork: dict | None = None
     schema_version: int = SCHEMA_VERSION
     # Not saved: the run's lock file beside the file this was read from (load_metadata sets it).
     lock_path: str | None = field(default=None, repr=False, compare=False)
@@ -191,6 +193,7 @@ class EpisodeMetadata:
             "caps_hit": list(self.caps_hit),
             "capture": redact(self.capture),
             "prompt": self.prompt,
+            "fork": dict(self.fork) if self.fork else None,
         }
 
     @property

@@ -137,6 +137,7 @@ def metadata_from_json(data: object, problems: list[str]) -> EpisodeMetadata | N
         caps_hit=_objects(data, "caps_hit", problems),
         capture=_object(data, "capture", problems),
         prompt=reader.text("prompt"),
+        fork=_object(data, "fork", problems) or None,
         schema_version=version,
     )
 

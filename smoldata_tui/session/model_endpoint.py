@@ -29,10 +29,14 @@ class ModelEndpoint:
     api_key: str = field(repr=False)
     replay: object | None = None  # the running ReplayServer, for --model replay:PATH
     replay_source: Path | None = None
+    name: str | None = None  # the label when it is neither the model nor a replay (a fork's)
+    fork: dict | None = None  # run.meta.json's fork record: {parent, at_step, model, edited}
 
     @property
     def label(self) -> str:
         """How the model is named on screen and in saved metadata (never the key)."""
+        if self.name:
+            return self.name
         return f"replay:{self.replay_source}" if self.replay_source else self.model
 
     @property

@@ -66,6 +66,7 @@ class ReplayTurn:
     calls: tuple[ReplayCall, ...]
     finish_reason: str  # OpenAI finish_reason
     usage: dict | None  # OpenAI usage object, None when the provider sent none
+    step: int = 0  # the recorded step it came from, counted from 1 as the timeline counts (0: not recorded)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class ReplayScript:
     session_id: str | None = None
     workdir: str | None = None  # the recording's working directory, when the trace reveals it
     notes: list[str] = field(default_factory=list)
+    steps: int = 0  # the recorded steps, cut-off ones included: a fork's step numbers go up to this
 
     @classmethod
     def from_trace(cls, source: bytes | str | os.PathLike[str]) -> ReplayScript:
@@ -120,7 +122,7 @@ class ReplayScript:
                 notes.append(f"step {number} was cut off before the model answered; left out")
                 continue
             turns.append(step.turn(len(turns), number, used_ids, notes))
-        return cls(turns, session_id, _recorded_workdir(steps.values()), notes)
+        return cls(turns, session_id, _recorded_workdir(steps.values()), notes, len(steps))
 
 
 class _Step:
@@ -162,6 +164,7 @@ class _Step:
             calls=calls,
             finish_reason=finish,
             usage=_usage(self.finish.get("tokens") if self.finish else None),
+            step=number,
         )
 
 

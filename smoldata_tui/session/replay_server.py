@@ -156,6 +156,11 @@ class ReplayServer:
 
     # ------------------------------------------------------------------ answering
 
+    def relay(self, request: dict[str, Any], handler: BaseHTTPRequestHandler) -> bool:
+        """Whether the request was answered elsewhere (written to ``handler`` already); a fork
+        (session/fork.py) sends the turns past its recording to another model."""
+        return False
+
     def answer(self, request: dict[str, Any]) -> ReplayTurn:
         """The turn to send back for one chat completion request (and its bookkeeping)."""
         messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
@@ -250,6 +255,8 @@ class _Handler(BaseHTTPRequestHandler):
         if replay.record_requests:
             with replay._lock:
                 replay.requests.append(request_summary(request))
+        if replay.relay(request, self):
+            return
         turn = replay.answer(request)
         model = request.get("model") if isinstance(request.get("model"), str) else replay.model
         try:
