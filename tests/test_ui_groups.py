@@ -82,3 +82,24 @@ async def test_signatures_count_the_fleet_filter_it_and_open_an_exemplar(tmp_pat
         await pilot.press("u", "i", "down", "down", "enter")  # the repeated-id signature's exemplar
         await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), what="the exemplar")
         assert app.screen.path.parent.name == "t-3"
+
+
+async def test_at_80_columns_the_fleet_shows_verdict_grade_and_findings_and_scrolls_to_the_rest(tmp_path):
+    _batch(tmp_path / "batch", [("sales-top-region", 0, 1.0, _trace(RIGHT)), ("sales-top-region", 1, 0.0, _trace(WRONG)),
+                                ("sales-top-region", 2, 1.0, _trace(RIGHT, repeat_id=True))])  # fmt: skip
+    app = replay_app(tmp_path / "batch")
+    async with app.run_test(size=(80, 24)) as pilot:
+        fleet = await fleet_ready(pilot, 3)
+        lines = screen_lines(app)
+        header = next(line for line in lines if "episode" in line and "verdict" in line)
+        assert "grade" in header and "findings" in header
+        rows = "\n".join(lines)
+        # each episode by its folder's name (not 16 characters of …/run.jsonl), with its verdict and grade
+        assert "sales-top-region-2" in rows and "run.jsonl" not in rows
+        assert "None: ValueError" in rows and "reward 0" in rows
+        assert "? Keys" in lines[-1] and "q Quit" in lines[-1]
+        await pilot.press("right", "right", "right")  # the columns after these
+        await pilot.pause()
+        header = next(line for line in screen_lines(app) if "episode \u25b2" in line)
+        assert "verdict" not in header and "status" in header and "task" in header
+        assert fleet.table.shift == 3

@@ -34,7 +34,9 @@ MARK_TWO = "mark two episodes with space, then d compares them"
 
 class FleetScreen(Screen[None]):
     COMMANDS = {FleetCommands}
-    BINDINGS = [
+    BINDINGS = [  # ? and q first: the footer keeps them at 80 columns
+        Binding("question_mark", "help", "Keys"),
+        Binding("q", "leave", "Quit"),
         Binding("enter", "open", "Open the episode"),
         Binding("slash", "find", "Filter by text"),
         Binding("escape", "clear_or_back", "Clear the filter (or back)"),
@@ -50,8 +52,6 @@ class FleetScreen(Screen[None]):
         Binding("i", "signatures", "Signatures: episodes by kind of failure", show=False),
         Binding("space", "mark", "Mark for diff", show=False),
         Binding("d", "diff", "Diff the two marked episodes"),
-        Binding("question_mark", "help", "Keys"),
-        Binding("q", "leave", "Quit"),
     ]
     DEFAULT_CSS = """
     FleetScreen > #fleet-title { height: 1; padding: 0 1; background: $panel; }

@@ -19,25 +19,52 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from smoldata_tui.fleet.summary import EpisodeSummary
-from smoldata_tui.ui.screens.fleet_view import COLUMNS, GroupRow, Row, group_cell
+from smoldata_tui.ui.screens.fleet_view import COLUMNS, Column, GroupRow, Row, group_cell
 from smoldata_tui.ui.theme_text import themed
 
 MARK_WIDTH = 2  # "● " before a marked row
 
 
-def layout(width: int) -> list[int]:
-    """Column widths for a terminal ``width``: the episode column takes what the others leave."""
+# When every column cannot fit (80 columns), the episode and then these, in this order, as many as
+# fit; ←/→ move which of them come first. What the table is for comes first: the verdict, the grade.
+PRIORITY = ["verdict", "grade", "findings", "status", "task", "steps", "calls", "duration", "tokens", "tool_errors",
+            "cost", "model", "started"]  # fmt: skip
+_BY_KEY = {column.key: column for column in COLUMNS}
+NARROW_EPISODE = 22  # the episode column's width when the columns do not all fit
+
+
+def layout(width: int, shift: int = 0) -> list[tuple[Column, int]]:
+    """The columns shown at a terminal ``width`` and their widths. When all fit, in their usual
+    order, the episode column taking what the others leave; when not, the episode and then the
+    others by :data:`PRIORITY` from ``shift`` on, as many as fit (the episode gets the rest)."""
     fixed = sum(column.width + 1 for column in COLUMNS[1:]) + MARK_WIDTH
-    return [max(16, width - fixed - 1), *(column.width for column in COLUMNS[1:])]
+    if width - fixed - 1 >= 16:
+        return [(COLUMNS[0], width - fixed - 1), *((column, column.width) for column in COLUMNS[1:])]
+    episode = min(NARROW_EPISODE, max(10, width // 4))
+    left = width - MARK_WIDTH - episode - 1
+    chosen: list[tuple[Column, int]] = []
+    for key in PRIORITY[shift % len(PRIORITY):]:
+        column = _BY_KEY[key]
+        if column.width + 1 > left:
+            break
+        chosen.append((column, column.width))
+        left -= column.width + 1
+    return [(COLUMNS[0], episode + max(0, left)), *chosen]
 
 
-def line_of(cells: list[Text], widths: list[int], prefix: Text) -> Text:
+def narrow(width: int) -> bool:
+    return len(layout(width)) < len(COLUMNS)
+
+
+def line_of(cells: dict[str, Text], columns: list[tuple[Column, int]], prefix: Text) -> Text:
     line = prefix.copy()
-    for cell, width, column in zip(cells, widths, COLUMNS, strict=True):
-        cell = cell.copy()
+    for column, width in columns:
+        cell = cells[column.key].copy()
         cell.no_wrap = True
         if column.key == "episode" and cell.cell_len > width:
-            cell = Text("\u2026" + cell.plain[cell.cell_len - width + 1 :], style=cell.style)  # keep the tail
+            # both ends: a run folder's name starts with its time and ends with its task or attempt
+            head = (width - 1) // 2
+            cell = Text(cell.plain[:head] + "\u2026" + cell.plain[cell.cell_len - (width - 1 - head) :], style=cell.style)
         cell.truncate(width, overflow="ellipsis")
         padding = " " * (width - cell.cell_len)
         if column.right:
@@ -58,14 +85,15 @@ class FleetHeader(Widget):
         self.table = table
 
     def render(self) -> Text:
-        widths = layout(self.size.width)
-        cells = []
+        columns = layout(self.size.width, self.table.shift)
+        cells = {}
         for column in COLUMNS:
             title = column.title
             if column.key == self.table.sort_key:
                 title += " \u25bc" if self.table.descending else " \u25b2"
-            cells.append(Text(title, "bold"))
-        return line_of(cells, widths, Text(" " * MARK_WIDTH))
+            cells[column.key] = Text(title, "bold")
+        more = Text(" " * MARK_WIDTH) if len(columns) == len(COLUMNS) else Text("\u2190\u2192", "dim")
+        return line_of(cells, columns, more)
 
 
 class FleetTable(ScrollView, can_focus=True):
@@ -76,6 +104,8 @@ class FleetTable(ScrollView, can_focus=True):
         Binding("pageup", "page_up", "Page up", show=False),
         Binding("home,g", "first", "First row", show=False),
         Binding("end,G", "last", "Last row", show=False),
+        Binding("right", "more_columns(1)", "More columns (when they do not all fit)", show=False),
+        Binding("left", "more_columns(-1)", "The columns before", show=False),
     ]
     DEFAULT_CSS = """
     FleetTable { height: 1fr; overflow-x: hidden; }
@@ -102,6 +132,7 @@ class FleetTable(ScrollView, can_focus=True):
         self.marked: list[str] = []
         self.sort_key = "episode"
         self.descending = False
+        self.shift = 0  # which of the columns after the episode come first, when they do not all fit
 
     # --- content ------------------------------------------------------------------------------
     def set_rows(self, rows: list[Row], *, keep: str | None = None) -> None:
@@ -133,7 +164,8 @@ class FleetTable(ScrollView, can_focus=True):
             text.stylize(self.get_component_rich_style("fleet--group"))
         else:
             mark = Text("\u25cf ", "bold $accent") if row.path in self.marked else Text("  ")
-            text = line_of([column.cell(row, self.folder) for column in COLUMNS], layout(width), mark)
+            columns = layout(width, self.shift)
+            text = line_of({column.key: column.cell(row, self.folder) for column, _ in columns}, columns, mark)
         text = themed(text, self.app.theme_variables)
         if index == self.cursor:
             text.stylize(self.get_component_rich_style("fleet--cursor"))
@@ -164,6 +196,14 @@ class FleetTable(ScrollView, can_focus=True):
         if self.rows:
             self.cursor = max(0, min(row, len(self.rows) - 1))
             self.show_row(self.cursor)
+
+    def action_more_columns(self, step: int) -> None:
+        if not narrow(self.size.width):
+            self.app.bell()
+            return
+        self.shift = max(0, min(len(PRIORITY) - 1, self.shift + step))
+        self.refresh()
+        self.screen.query_one(FleetHeader).refresh()
 
     def action_cursor_down(self) -> None:
         self.move_cursor(self.cursor + 1)

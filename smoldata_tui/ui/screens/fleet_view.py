@@ -89,10 +89,12 @@ class Column:
 
 
 def _name(s: EpisodeSummary, folder: Path) -> str:
+    """The trace's path within the folder; a saved episode (``<run folder>/run.jsonl``) by its folder."""
     try:
-        return str(Path(s.path).relative_to(folder))
+        name = str(Path(s.path).relative_to(folder))
     except ValueError:
-        return s.path
+        name = s.path
+    return name.removesuffix("/run.jsonl") if name != "run.jsonl" else name
 
 
 def _number(value) -> Callable[[EpisodeSummary, Path], Text]:
