@@ -183,6 +183,10 @@ def _add_run_parser(commands) -> None:
     run.add_argument("--opencode-version", default="1.18.31", metavar="V", help="OpenCode version (default 1.18.31)")
     run.add_argument("--opencode-bin", metavar="PATH", help="use this OpenCode binary instead of the cached install")
     run.add_argument("--headless", action="store_true", help="no TUI: print events and a final JSON line")
+    run.add_argument("--sampling", action="append", metavar="temperature=T",
+                     help="training's sampling policy, as a trainer's capture session sets it: the temperature "
+                     "(top_p 1.0, top_k -1, min_p 0 and neutral penalties are sent with it; any other value is "
+                     "refused); default: none sent, the engine's defaults. Not with --no-capture")
     run.add_argument("--no-capture", action="store_true",
                      help="OpenCode talks straight to the endpoint (its key in the sandbox), not through openenv's "
                      "capture proxy in training's policy; no run.training.json")

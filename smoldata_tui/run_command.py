@@ -35,6 +35,7 @@ from smoldata_tui.trace.number_format import format_offset
 from smoldata_tui.trace.reader import HUGE_LINE_BYTES, HUGE_PREFIX_BYTES
 from smoldata_tui.trace.summary import summarize_line
 from smoldata_tui.trace.text import clip
+from smoldata_tui.training.sampling import SamplingError, parse_sampling
 
 
 class UsageError(Exception):
@@ -260,6 +261,7 @@ def episode_spec(args, task_name: str | None = None) -> EpisodeSpec:
             require_opencode_env()
         except HarnessUnavailable as exc:
             raise UsageError(str(exc)) from None
+    sampling = _sampling_policy(args, harness)
     save_dir = _check_save_dir(args.save)
     endpoint = open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
     return EpisodeSpec(
@@ -273,7 +275,23 @@ def episode_spec(args, task_name: str | None = None) -> EpisodeSpec:
         daytona=daytona,
         harness=harness,
         capture=not getattr(args, "no_capture", False),
+        sampling=sampling,
     )
+
+
+def _sampling_policy(args, harness: str) -> dict | None:
+    """Training's sampling policy from ``--sampling``; it is applied by the capture proxy's session,
+    so without that proxy it is a usage error, not a policy silently dropped or half sent."""
+    items = getattr(args, "sampling", None)
+    if not items:
+        return None
+    if getattr(args, "no_capture", False) or harness == "opencode-env":
+        flag = "--no-capture" if getattr(args, "no_capture", False) else "--harness opencode-env"
+        raise UsageError(f"--sampling is applied by the capture proxy, as in training: it cannot be used with {flag}")
+    try:
+        return parse_sampling(items)
+    except SamplingError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = None) -> int:

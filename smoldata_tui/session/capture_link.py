@@ -27,16 +27,18 @@ __all__ = ["CaptureFailed", "capture_not_running", "finish_capture", "opencode_v
 
 
 def start_capture(endpoint, trace_path: Path, say: Callable[[str], None], *, sandbox=None,
-                  scrub: Callable[[str], str] = lambda text: text, cancel=None) -> ModelCapture | SandboxCapture:  # fmt: skip
+                  scrub: Callable[[str], str] = lambda text: text, cancel=None,
+                  sampling: dict | None = None) -> ModelCapture | SandboxCapture:  # fmt: skip
     """A running capture proxy for ``endpoint`` (a :class:`ModelEndpoint`), or CaptureFailed: on the
-    host, or with ``sandbox`` (a remote one) inside it, where ``scrub`` masks what it brings back."""
+    host, or with ``sandbox`` (a remote one) inside it, where ``scrub`` masks what it brings back.
+    ``sampling``: training's sampling policy for its session (``--sampling``), None for the engine's."""
     requests_path = requests_path_for(trace_path)
     if sandbox is None:
         capture = ModelCapture(llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
-                               requests_path=requests_path)  # fmt: skip
+                               requests_path=requests_path, sampling=sampling)  # fmt: skip
     else:
         capture = SandboxCapture(sandbox, llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
-                                 requests_path=requests_path, scrub=scrub, cancel=cancel)  # fmt: skip
+                                 requests_path=requests_path, scrub=scrub, cancel=cancel, sampling=sampling)  # fmt: skip
     try:
         capture.start(say)
     except BaseException:

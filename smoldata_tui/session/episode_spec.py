@@ -70,6 +70,7 @@ class EpisodeSpec:
     daytona: object | None = None  # DaytonaSettings for backend "daytona" (None: from the environment)
     capture: bool = True  # the built-in harness's model traffic through openenv's capture proxy
     run_name: str | None = None  # the run folder's exact name inside save_dir (a batch's "<task>-<attempt>")
+    sampling: dict | None = None  # training's sampling policy for the capture session (--sampling); None: engine defaults
 
 
 @dataclass

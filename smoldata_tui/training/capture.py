@@ -38,6 +38,7 @@ from smoldata_tui.session.credentials import redact_text
 from smoldata_tui.training import capture_policy
 from smoldata_tui.training.capture_policy import NOT_TRAINABLE, TRAINING_OUTPUT_CAP, CaptureFailed
 from smoldata_tui.training.requests import RequestLog
+from smoldata_tui.training.sampling import sampling_text
 
 __all__ = ["NOT_TRAINABLE", "TRAINING_OUTPUT_CAP", "CaptureFailed", "CaptureRecord", "ModelCapture", "describe_capture",
            "prefetch"]
@@ -89,6 +90,7 @@ class CaptureRecord:
     port: int | None = None  # where it listened (on the host, or inside the sandbox), while the episode ran
     openenv_version: str | None = None  # the openenv the sandbox's proxy ran (where="sandbox")
     openenv_from: str | None = None  # where="sandbox": "sandbox" (its own openenv) or "bundle" (the host's, uploaded)
+    sampling: dict[str, Any] | None = None  # training's sampling policy on the session (--sampling); None: engine defaults
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -127,12 +129,13 @@ class ModelCapture:
     for OpenCode → ``training_trace`` → ``stop`` (safe to call on every path, more than once)."""
 
     def __init__(self, *, llm_url: str, model: str, api_key: str, requests_path: Path,
-                 sandbox_host: str = "127.0.0.1", max_output_tokens: int = TRAINING_OUTPUT_CAP) -> None:  # fmt: skip
+                 sandbox_host: str = "127.0.0.1", max_output_tokens: int = TRAINING_OUTPUT_CAP,
+                 sampling: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.llm_url = llm_url
         self.model = model
         self._api_key = api_key
         self.sandbox_host = sandbox_host
-        self.record = CaptureRecord(max_output_tokens=max_output_tokens, requests=requests_path.name)
+        self.record = CaptureRecord(max_output_tokens=max_output_tokens, requests=requests_path.name, sampling=sampling)
         self.requests = RequestLog(requests_path)
         self._server = None
         self._admin_key = secrets.token_urlsafe(24)
@@ -156,14 +159,16 @@ class ModelCapture:
         runner, validate_llm, _export, _contract = _capture_modules()
         say(f"probing {self.llm_url} for token ids and logprobs")
         self.record.update(capture_policy.probe(validate_llm, self.llm_url, self.model, self._api_key))
+        capture_policy.require_token_capture(self.record.level, self.record.sampling)
         self._server, self.port = capture_policy.serve(
             runner, llm_url=self.llm_url, model=self.model, api_key=self._api_key, level=self.record.level,
             admin_key=self._admin_key, on_request=self.requests.add, max_output_tokens=self.record.max_output_tokens,
             host=self.sandbox_host)  # the sandbox shares this host's loopback: nobody else may use the key behind it
         self.record.port = self.port
-        self.session_id = capture_policy.mint_session(self.port, self._admin_key)
+        self.session_id = capture_policy.mint_session(self.port, self._admin_key, self.record.sampling)
         say(level_line(self.record))
-        say(f"capture proxy on port {self.port}: max_tokens ≤ {self.record.max_output_tokens}, thinking disabled, model {self.model}")
+        say(f"capture proxy on port {self.port}: max_tokens ≤ {self.record.max_output_tokens}, thinking disabled, model {self.model}, "
+            f"sampling: {sampling_text(self.record.sampling)}")
 
     def training_trace(self):
         """openenv's ``TrainingTrace`` of the session, or None with the reason in the record."""

@@ -28,6 +28,8 @@ from typing import Any
 TRAINING_OUTPUT_CAP = 4096  # the environment's OpenCodeConfig.proxy_max_tokens_cap
 MAX_REQUEST_BYTES = 32 << 20  # a chat request the proxy accepts (a 128k-token context is a few MB of JSON)
 NOT_TRAINABLE = "not trainable: the endpoint returns no token ids"
+# openenv's SAMPLING_KEYS after the temperature: summarised when a request carries them
+SAMPLING_KNOBS = ("top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty")
 MODULES = (
     "openenv.core.harness.capture.runner",
     "openenv.core.harness.capture.validate_llm",
@@ -95,6 +97,7 @@ def request_summary(request: dict[str, Any]) -> dict[str, Any]:
         "return_token_ids": request.get("return_token_ids"),
         "top_logprobs": request.get("top_logprobs"),
         "temperature": request.get("temperature"),
+        **{knob: request.get(knob) for knob in SAMPLING_KNOBS if knob in request},
         "stream": bool(request.get("stream")),
         "tools": [_tool_name(tool) for tool in tools],
         "messages": len(request.get("messages") or []),
@@ -254,13 +257,26 @@ def _start_on(runner, server, host: str, timeout_s: float) -> None:
     raise RuntimeError(f"capture server did not come up on {host}:{server.port} within {timeout_s:.0f}s")
 
 
-def mint_session(port: int, admin_key: str) -> str:
-    """One capture session: its id is the API key OpenCode uses."""
+def require_token_capture(level: str, sampling: dict[str, Any] | None) -> None:
+    """openenv refuses every request of a session with a training policy unless the endpoint
+    returns token ids: say so once, before the agent starts."""
+    if sampling and level != "tokens":
+        raise CaptureFailed(f"--sampling needs an endpoint that returns token ids (capture level {level}): "
+                            "openenv applies training's sampling policy only to a trainable capture")
+
+
+def mint_session(port: int, admin_key: str, sampling: dict[str, Any] | None = None) -> str:
+    """One capture session: its id is the API key OpenCode uses. ``sampling``: training's policy
+    (``training_sampling``'s result), set on the session as a trainer's capture session sets it;
+    openenv then sends it with every request and records it on every turn."""
     import urllib.request  # here: ``check`` imports this module and never makes a request
 
+    payload: dict[str, Any] = {"metadata": {"app": "smoldata-tui"}}
+    if sampling:
+        payload["sampling"] = sampling
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}/sessions",
-        data=json.dumps({"metadata": {"app": "smoldata-tui"}}).encode(),
+        data=json.dumps(payload).encode(),
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {admin_key}"},
         method="POST",
     )
@@ -317,13 +333,14 @@ def run_in_sandbox(folder: str) -> int:
     try:
         runner, validate_llm, export, contract = capture_modules()
         record = probe(validate_llm, config["llm_url"], config["model"], config.get("api_key"))
+        require_token_capture(record["level"], config.get("sampling"))
         import secrets
 
         admin_key = secrets.token_urlsafe(24)
         server, port = serve(runner, llm_url=config["llm_url"], model=config["model"], api_key=config.get("api_key"),
                              level=record["level"], admin_key=admin_key, on_request=on_request,
                              max_output_tokens=int(config["max_output_tokens"]), host="127.0.0.1")  # fmt: skip
-        session_id = mint_session(port, admin_key)
+        session_id = mint_session(port, admin_key, config.get("sampling"))
     except Exception as exc:  # noqa: BLE001 - the host reads the reason
         _write(folder, FAILED, json.dumps({"reason": f"{type(exc).__name__}: {exc}" if not isinstance(exc, CaptureFailed) else str(exc)}))
         return 1

@@ -67,7 +67,7 @@ class SandboxCapture:
 
     def __init__(self, sandbox, *, llm_url: str, model: str, api_key: str, requests_path: Path,
                  scrub: Callable[[str], str], cancel: threading.Event | None = None,
-                 max_output_tokens: int = TRAINING_OUTPUT_CAP) -> None:  # fmt: skip
+                 max_output_tokens: int = TRAINING_OUTPUT_CAP, sampling: dict | None = None) -> None:  # fmt: skip
         self._sandbox = sandbox
         self.llm_url = llm_url
         self.model = model
@@ -75,7 +75,8 @@ class SandboxCapture:
         self._requests_path = requests_path
         self._scrub = scrub
         self._cancel = cancel or threading.Event()
-        self.record = CaptureRecord(where="sandbox", max_output_tokens=max_output_tokens, requests=requests_path.name)
+        self.record = CaptureRecord(where="sandbox", max_output_tokens=max_output_tokens, requests=requests_path.name,
+                                    sampling=sampling)  # fmt: skip
         self.folder = f"/tmp/.smoldata-capture-{secrets.token_hex(8)}"
         self._job = None
         self._stopped = False
@@ -100,7 +101,7 @@ class SandboxCapture:
         say(f"starting openenv's capture proxy inside the sandbox (the sandbox cannot reach this host), model {self.model}")
         self._sandbox.write_text(self._path("capture_policy.py"), Path(policy.__file__).read_text(encoding="utf-8"))
         config = {"llm_url": self.llm_url, "model": self.model, "api_key": self._api_key,
-                  "max_output_tokens": self.record.max_output_tokens}  # fmt: skip
+                  "max_output_tokens": self.record.max_output_tokens, "sampling": self.record.sampling}  # fmt: skip
         self._sandbox.write_text(self._path(policy.CONFIG), json.dumps(config))
         self._job = self._sandbox.start_bg(f"cd {shlex.quote(self.folder)} && exec {runner} >> {policy.LOG} 2>&1")
         say(f"probing {self.llm_url} from inside the sandbox for token ids and logprobs")

@@ -25,6 +25,7 @@ from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.tasks import Task, TaskError, load_task_set
 from smoldata_tui.trace.text import clip
+from smoldata_tui.training.sampling import SamplingError, parse_sampling
 from smoldata_tui.ui.theme_text import ThemedStatic
 
 
@@ -167,6 +168,8 @@ class LaunchForm(ModalScreen[None]):
             yield Select([("on: through openenv's capture proxy, in training's policy (run.training.json)", "on"),
                           ("off: OpenCode talks straight to the endpoint, as --no-capture", "off")],
                          value="on", allow_blank=False, id="capture")  # fmt: skip
+            yield Label("sampling (empty: none sent, the engine's defaults; training's policy: temperature=T)")
+            yield Input(placeholder="e.g. temperature=0.7", id="sampling")
             yield ThemedStatic("", id="launch-error")
             with Horizontal():
                 yield Button("Run", id="run", variant="primary")
@@ -210,12 +213,26 @@ class LaunchForm(ModalScreen[None]):
             return
         harness = str(self.query_one("#harness", Select).value)
         capture = self.query_one("#capture", Select).value == "on"
+        try:
+            sampling = self._sampling(capture and harness == "builtin")
+        except SamplingError as exc:
+            endpoint.close()
+            self._error(str(exc).replace("--sampling", "sampling field", 1))
+            self.query_one("#sampling", Input).focus()
+            return
         spec = EpisodeSpec(task=self.launch_task, endpoint=endpoint, backend=backend, timeout_s=timeout,
-                           save_dir=self.runs, harness=harness, capture=capture)  # fmt: skip
+                           save_dir=self.runs, harness=harness, capture=capture, sampling=sampling)  # fmt: skip
         from smoldata_tui.ui.screens.live import LiveScreen
 
         self.dismiss(None)
         self.app.push_screen(LiveScreen(spec))
+
+    def _sampling(self, through_capture: bool) -> dict | None:
+        """Training's policy from the sampling field (as ``--sampling``); only the capture proxy applies it."""
+        raw = self.query_one("#sampling", Input).value.strip()
+        if raw and not through_capture:
+            raise SamplingError("--sampling is applied by the capture proxy: set capture on with the built-in driver")
+        return parse_sampling([raw]) if raw else None
 
     def _error(self, message: str) -> None:
         self.query_one("#launch-error", Static).update(Text(clip(message, 300)))

@@ -97,13 +97,13 @@ def turn_detail_text(turn: TurnSummary, link: TurnLink | None, problems: list[Ca
         text.append(f"native_tool_calls {clip(repr(turn.native_tool_calls), 30)}\n")
     text.append("\nSampling       requested → applied\n", "bold")
     keys = list(dict.fromkeys([*turn.requested, *turn.applied]))
-    if not keys:
-        text.append("(not recorded)\n", "dim")
+    if not keys:  # nothing sent: the engine sampled with its own defaults, which training does not pin
+        text.append("none sent: engine defaults\n", "dim")
     for key in keys:
-        asked, used = turn.requested.get(key, "-"), turn.applied.get(key, "-")
-        changed = key in turn.requested and key in turn.applied and asked != used
-        text.append(f"{clip(key, 22):<22} {_value(asked) if asked != '-' else '-'} → {_value(used) if used != '-' else '-'}\n",
-                    "$warning" if changed else "")  # fmt: skip
+        asked = _value(turn.requested[key]) if key in turn.requested else "-"
+        used = _value(turn.applied[key]) if key in turn.applied else "engine default"
+        changed = key in turn.requested and key in turn.applied and turn.requested[key] != turn.applied[key]
+        text.append(f"{clip(key, 22):<22} {asked} → {used}\n", "$warning" if changed else "")
     text.append("\nTool calls\n", "bold")
     if not turn.tool_calls:
         text.append("(none: a text answer)\n", "dim")
