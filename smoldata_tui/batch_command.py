@@ -25,10 +25,11 @@ from smoldata_tui.run_command import (
     _find_task,
     check_text_options,
     episode_spec,
+    open_model_endpoint,
     watch_reader,
 )
 from smoldata_tui.session.batch import Batch, BatchPlan, EpisodeRun
-from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
+from smoldata_tui.session.model_endpoint import EndpointError
 from smoldata_tui.tasks import TaskError, default_task_root
 from smoldata_tui.tasks.load import load_task_set
 from smoldata_tui.trace.text import clip
@@ -70,7 +71,7 @@ def batch_plan(args) -> BatchPlan:
     template.endpoint.close()
 
     def fresh_endpoint():
-        return open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
+        return open_model_endpoint(args)
 
     return BatchPlan(tasks=tasks, attempts=args.attempts, concurrency=concurrency, template=template,
                      open_endpoint=fresh_endpoint)  # fmt: skip

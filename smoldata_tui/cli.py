@@ -183,6 +183,13 @@ def _add_run_parser(commands) -> None:
     run.add_argument("--opencode-version", default="1.18.31", metavar="V", help="OpenCode version (default 1.18.31)")
     run.add_argument("--opencode-bin", metavar="PATH", help="use this OpenCode binary instead of the cached install")
     run.add_argument("--headless", action="store_true", help="no TUI: print events and a final JSON line")
+    run.add_argument("--fork", metavar="EPISODE",
+                     help="fork a saved episode (its folder or run.jsonl): its task, its recording as the model "
+                     "before --at-step, --model from there on (docs/replay-model.md)")
+    run.add_argument("--at-step", type=int, metavar="N", help="with --fork: the first step --model answers (from 1)")
+    run.add_argument("--edit", action="store_true",
+                     help="with --fork: edit in $EDITOR what step N's request carries last (step N-1's last tool "
+                     "output, or at step 1 the prompt); the model reads the edit")
     run.add_argument("--sampling", action="append", metavar="temperature=T",
                      help="training's sampling policy, as a trainer's capture session sets it: the temperature "
                      "(top_p 1.0, top_k -1, min_p 0 and neutral penalties are sent with it; any other value is "

@@ -159,6 +159,7 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "divergences": [describe_divergence(record) for record in result.divergences],
         "caps_hit": list(result.metadata.caps_hit),
         "error": str(result.error) if result.error else None,
+        "fork": fork_report(result),
     }
 
 
@@ -263,7 +264,7 @@ def episode_spec(args, task_name: str | None = None) -> EpisodeSpec:
             raise UsageError(str(exc)) from None
     sampling = _sampling_policy(args, harness)
     save_dir = _check_save_dir(args.save)
-    endpoint = open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
+    endpoint = open_model_endpoint(args)
     return EpisodeSpec(
         task=task,
         endpoint=endpoint,
@@ -294,8 +295,62 @@ def _sampling_policy(args, harness: str) -> dict | None:
         raise UsageError(str(exc)) from None
 
 
+def prepare_fork(args) -> None:
+    """``--fork``: the parent, its task and the edit, settled once (k forks of a batch share them)."""
+    from smoldata_tui.session.fork import ForkError, check_step, load_parent, prepare_edit
+
+    if not getattr(args, "fork", None):
+        if getattr(args, "at_step", None) is not None or getattr(args, "edit", False):
+            raise UsageError("--at-step and --edit go with --fork EPISODE")
+        return
+    if args.at_step is None:
+        raise UsageError("--fork needs --at-step N: the first step the model answers (steps count from 1)")
+    if args.all or len(args.task or []) > 1:
+        raise UsageError("--fork runs the parent's task: no --all, at most one --task (for a parent without run.meta.json)")
+    try:
+        parent = load_parent(args.fork)
+        check_step(parent, args.at_step)
+        name = (args.task or [parent.task])[0]
+        if not name:
+            raise ForkError(f"--fork {args.fork}: no run.meta.json names its task: pass --task NAME")
+        if parent.task and name != parent.task:
+            raise ForkError(f"--fork {args.fork}: the parent ran task {parent.task!r}, not {name!r}")
+        args.task = [name]
+        args.model = args.model or parent.model  # the parent's model by default
+        args.fork_parent = parent
+        args.fork_edit = prepare_edit(parent, args.at_step, _find_task(name, args.tasks).instruction) if args.edit else None
+    except (ForkError, TaskError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def open_model_endpoint(args):
+    """The endpoint of one episode: the model, or for ``--fork`` the fork's (prepare_fork first)."""
+    parent = getattr(args, "fork_parent", None)
+    if parent is None:
+        return open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
+    from smoldata_tui.session.fork import open_fork_endpoint
+
+    return open_fork_endpoint(parent, args.at_step, model=args.model, base_url=args.base_url, api_key=args.api_key,
+                              edit=args.fork_edit)  # fmt: skip
+
+
+def fork_report(result: EpisodeResult) -> dict | None:
+    """For a fork: its record and where it parts ways with its parent (the headless line's ``fork``)."""
+    record = result.metadata.fork
+    if not record:
+        return None
+    from smoldata_tui.session.fork import fork_divergence
+
+    return {**record, **fork_divergence(record["parent"], result.trace_path)}
+
+
 def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
+    try:
+        prepare_fork(args)
+    except UsageError as exc:
+        print(f"smoldata-tui run: {exc}", file=err)
+        return 2
     names = list(getattr(args, "task", None) or [])
     if getattr(args, "all", False) or len(names) != 1 or getattr(args, "attempts", 1) != 1:
         from smoldata_tui.batch_command import run_batch
@@ -363,7 +418,12 @@ def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
     printer.finish()
     for record in result.divergences:
         print(f"[replay] diverged: {describe_divergence(record, limit=160)}", file=err, flush=True)
-    printer.print_line(json.dumps(summary_json(result, printer), ensure_ascii=False))
+    summary = summary_json(result, printer)
+    if (fork := summary["fork"]) is not None:
+        print(f"[fork] against {fork['parent']}: " + ("no difference" if fork["identical"] else
+              f"first difference at step {fork['first_step']} (forked at {fork['at_step']}); calls {fork['counts']}"),
+              file=err, flush=True)  # fmt: skip
+    printer.print_line(json.dumps(summary, ensure_ascii=False))
     if result.error is not None:
         print(f"smoldata-tui run: {result.error}", file=err)
     if stopped:

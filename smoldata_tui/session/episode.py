@@ -174,6 +174,7 @@ class Episode:
             trace=trace_path.name,
             config=redacted(self._opencode_json),
             prompt=spec.task.instruction[:PROMPT_CAP],
+            fork=spec.endpoint.fork,
         )
         meta_path = metadata_path_for(trace_path)
         save_metadata(meta_path, metadata, scrub=self._scrubber.text)
