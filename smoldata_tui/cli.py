@@ -91,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
         opencode_actions.add_parser(action, help=action_help).add_argument(
             "--version", dest="opencode_version", metavar="V", help="OpenCode version (default: the environment's pin)"
         )
+    _add_opencode_compare_parser(opencode_actions)
     _add_run_parser(commands)
     _add_daytona_parser(commands)
     _add_local_parser(commands)
@@ -102,6 +103,24 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("b", metavar="B", help="the other trace file or episode folder")
     diff.add_argument("--json", action="store_true", help="one JSON object instead of the screen")
     return parser
+
+
+def _add_opencode_compare_parser(actions) -> None:
+    compare = actions.add_parser(
+        "compare", help="replay recordings on two OpenCode versions and say what changed",
+        description="Replay each recording (default: the shipped real recordings of the built-in harness) through "
+        "OpenCode OLD and NEW, capture on, and report per recording: verdict, grade and exit on both, event types "
+        "and fields that appeared or vanished, step order changes, the tools offered to the model and the replay's "
+        "divergences. Exit 0 when nothing differs, 1 when something does, 2 for usage errors.")  # fmt: skip
+    compare.add_argument("old", metavar="OLD", help="the OpenCode version in use, e.g. 1.18.31")
+    compare.add_argument("new", metavar="NEW", help="the version to check, e.g. 1.18.33")
+    compare.add_argument("recordings", nargs="*", metavar="RECORDING", help="a trace, or an episode folder")
+    compare.add_argument("--task", metavar="NAME", help="the task of every recording (default: each one's metadata)")
+    compare.add_argument("--tasks", metavar="DIR", help="the task set (default: the sample tasks)")
+    compare.add_argument("--jobs", type=int, metavar="N", help="episodes of one version at once (default: the CPU count)")
+    compare.add_argument("--timeout", type=float, default=300.0, metavar="S", help="each episode's limit (default 300)")
+    compare.add_argument("--save", metavar="DIR", help="keep the replayed episodes in DIR/old and DIR/new")
+    compare.add_argument("--json", action="store_true", help="one JSON object as the last line instead of the table")
 
 
 def _add_daytona_parser(commands) -> None:
@@ -232,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
             from smoldata_tui.local_command import run_local_cli
 
             return run_local_cli(args)
+        if args.command == "opencode" and args.opencode_action == "compare":
+            from smoldata_tui.session.opencode_compare import run_compare_cli
+
+            return run_compare_cli(args)
         if args.command == "opencode":
             from smoldata_tui.session.opencode_install import run_opencode_cli
 

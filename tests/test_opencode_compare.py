@@ -1,0 +1,126 @@
+"""``smoldata-tui opencode compare``: real replays on two real OpenCode versions from npm, and the
+shape comparison that reports what an upgrade changed (checked on a hand-edited recording)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+from smoldata_tui.session.opencode_compare import default_recordings, print_table
+from smoldata_tui.session.opencode_install import ensure_opencode
+from smoldata_tui.session.opencode_tools import offered_tools
+from smoldata_tui.session.trace_shape import read_shape, shape_changes
+
+from .conftest import ROOT, SAMPLES, run_cli
+
+FIXTURE = Path(__file__).parent / "data" / "opencode_compare_1.18.31_1.18.33.json"
+ROW_KEYS = {"recording", "old", "new", "events_added", "events_removed", "fields_added", "fields_removed",
+            "tools_offered_added", "tools_offered_removed", "divergences"}  # fmt: skip
+
+
+def test_compare_replays_a_recording_on_1_18_31_and_1_18_33_as_the_recorded_run_found(tmp_path):
+    for version in ("1.18.31", "1.18.33"):  # from npm when missing: ~10 s each here, progress on stderr
+        ensure_opencode(version)
+    save = tmp_path / "episodes"
+    done = run_cli("opencode", "compare", "1.18.31", "1.18.33", str(SAMPLES / "real" / "failing_run.jsonl"),
+                   "--json", "--save", str(save), timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    recorded = json.loads(FIXTURE.read_text())
+    assert set(result) == set(recorded) == {"old", "new", "recordings"}
+    assert (result["old"], result["new"]) == ("1.18.31", "1.18.33")
+    [row] = result["recordings"]
+    [expected] = [r for r in recorded["recordings"] if r["recording"].endswith("failing_run.jsonl")]
+    assert ROW_KEYS <= set(row) and set(row) == set(expected) | {"traces"}
+    assert row["old"] == row["new"] == expected["new"] == {"verdict": "native_tool_calls = 1", "grade": 0.0, "exit": 0}
+    for key in ROW_KEYS - {"recording", "old", "new"}:
+        assert row[key] == expected[key], key
+    assert row["tools_offered"]["old"] == sorted(offered_tools("1.18.31"))
+    assert row["tools_offered"]["new"] == sorted(offered_tools("1.18.33"))
+    assert "replaying 1 recording(s) on OpenCode 1.18.33" in done.stderr
+    # The kept episodes are real ones: the new side ran 1.18.33, so check reports the drift from the pin.
+    new_trace = row["traces"]["new"]
+    meta = json.loads(Path(new_trace).with_name("run.meta.json").read_text())
+    assert meta["sandbox"]["opencode_version"] == "1.18.33"
+    kinds = [f["kind"] for f in json.loads(run_cli("check", "--json", new_trace).stdout)["findings"]]
+    old_kinds = [f["kind"] for f in json.loads(run_cli("check", "--json", row["traces"]["old"]).stdout)["findings"]]
+    assert "opencode_version_drift" in kinds and "opencode_version_drift" not in old_kinds
+    assert "offered_tools_drift" not in kinds + old_kinds
+
+
+def _edited_copy(tmp_path: Path) -> tuple[Path, Path]:
+    """passing_run twice, with the tools offered as OpenCode 1.18.31 offers them; the second one
+    hand-edited as an upgrade could change it."""
+    requests = [{"tools": []}, {"tools": sorted(offered_tools("1.18.31"))}]
+    old, new = tmp_path / "old" / "run.jsonl", tmp_path / "new" / "run.jsonl"
+    lines = (SAMPLES / "real" / "passing_run.jsonl").read_text().splitlines()
+    edited = []
+    for line in lines:
+        event = json.loads(line)
+        state = event.get("part", {}).get("state", {})
+        if isinstance(state.get("metadata"), dict):
+            state["metadata"].pop("exit", None)
+            state["metadata"]["exitCode"] = 0
+        if event["type"] == "text":
+            event["type"] = "message"
+        edited.append(json.dumps(event))
+    # the first step's events in another order: its text after its call
+    first = json.loads(lines[0])["part"]["messageID"]
+    step = [e for e in edited if json.loads(e)["part"].get("messageID") == first]
+    rest = [e for e in edited if e not in step]
+    step = [step[0], *[e for e in step[1:-1] if '"message"' not in e], *[e for e in step[1:-1] if '"message"' in e], step[-1]]
+    for path, body, offered in ((old, lines, requests), (new, step + rest, requests[:1] + [{"tools": ["bash", "read", "patch"]}])):
+        path.parent.mkdir()
+        path.write_text("\n".join(body) + "\n")
+        path.with_name("run.requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in offered))
+    return old, new
+
+
+def test_shape_changes_name_what_a_hand_edited_recording_added_removed_and_reordered(tmp_path):
+    old, new = _edited_copy(tmp_path)
+    changes = shape_changes(read_shape(old), read_shape(new))
+    assert changes["events_added"] == ["message"] and changes["events_removed"] == ["text"]
+    assert "tool_use:part.state.metadata.exitCode" in changes["fields_added"]
+    assert "tool_use:part.state.metadata.exit" in changes["fields_removed"]
+    assert "message:part.text" in changes["fields_added"] and "text:part.text" in changes["fields_removed"]
+    assert changes["tools_offered_added"] == ["patch"]
+    assert changes["tools_offered_removed"] == sorted(offered_tools("1.18.31") - {"bash", "read"})
+    assert changes["order_changes"] == ["step 1: step_start text tool_use step_finish → step_start tool_use message step_finish",
+                                        "step 4: step_start text step_finish → step_start message step_finish"]  # fmt: skip
+    same = shape_changes(read_shape(old), read_shape(old))
+    assert not any(same.values())
+
+
+def test_the_table_shows_both_sides_and_every_change():
+    result = json.loads(FIXTURE.read_text())
+    row = result["recordings"][0]
+    row.update(fields_added=["tool_use:part.state.metadata.exitCode"], tools_offered_removed=["webfetch"], divergences=2)
+    out = io.StringIO()
+    print_table(result, out)
+    text = out.getvalue()
+    assert "OpenCode 1.18.31" in text and "OpenCode 1.18.33" in text
+    assert "fields added: tool_use:part.state.metadata.exitCode" in text and "tools offered removed: webfetch" in text
+    assert "0 → 2" in text and f"1 of {len(result['recordings'])} recording(s) differ between 1.18.31 and 1.18.33" in text
+
+
+def test_the_default_recordings_are_the_built_in_harness_runs_that_ended_on_their_own():
+    names = [path.name for path in default_recordings()]
+    assert names == ["bash_timeout.jsonl", "empty_response.jsonl", "failing_run.jsonl", "finish_length.jsonl",
+                     "passing_run.jsonl", "tool_errors.jsonl"]  # fmt: skip
+    assert names == [Path(r["recording"]).name for r in json.loads(FIXTURE.read_text())["recordings"]]
+
+
+def test_bad_input_is_a_usage_error_in_one_line(tmp_path):
+    for args, said in ((("latest", "1.18.33"), "not an exact OpenCode version"),
+                       (("1.18.31", "1.18.33", str(tmp_path / "missing.jsonl")), "no such file or directory"),
+                       (("1.18.31", "1.18.33", "--jobs", "0"), "--jobs must be a positive")):  # fmt: skip
+        done = run_cli("opencode", "compare", *args, "--json")
+        assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert done.stdout == ""
+    lone = tmp_path / "lone.jsonl"
+    shutil.copy(SAMPLES / "real" / "failing_run.jsonl", lone)  # no metadata beside it: which task?
+    done = run_cli("opencode", "compare", "1.18.31", "1.18.33", str(lone))
+    assert done.returncode == 2 and "pass --task" in done.stderr
+    assert ROOT.is_dir()
