@@ -194,3 +194,57 @@ def test_usage_errors_exit_2_with_a_clear_message(args, message):
     run = run_cli("run", *args, "--model", "m", "--headless", cwd=ROOT)
     assert run.returncode == 2
     assert message in run.stderr and "Traceback" not in run.stderr
+
+
+def _text_then_call(path: Path) -> Path:
+    """Step 1 only talks; step 2 looks at the input."""
+    builder = TraceBuilder()
+    builder.step_start()
+    builder.text("Let me think.")
+    builder.step_finish("stop")
+    builder.step_start()
+    builder.bash("ls /home/user/input", "sales.csv\n", call_id="call_look")
+    builder.step_finish("tool-calls")
+    path.write_bytes(builder.dumps())
+    return path
+
+
+def test_edit_and_task_usage_errors(tmp_path):
+    bare = _text_then_call(tmp_path / "bare.jsonl")  # no run.meta.json beside it
+    run = run_cli("run", "--fork", str(bare), "--at-step", "2", "--model", "m", "--headless")
+    assert run.returncode == 2 and "no run.meta.json names its task: pass --task NAME" in run.stderr
+    run = run_cli("run", "--fork", str(bare), "--at-step", "2", "--edit", "--task", "sales-top-region", "--model", "m",
+                  "--headless")  # fmt: skip
+    assert run.returncode == 2 and "step 1 made no tool call, so step 2's request carries no tool output" in run.stderr
+    run = _fork_cli("--fork", str(PARENT), "--at-step", "2", "--edit", "--model", "m", editor=Path("/bin/false"))
+    assert run.returncode == 2 and "the editor exited with status 1; no fork started" in run.stderr
+
+
+def _post(url: str, body: dict) -> bytes:
+    import urllib.request
+
+    request = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return answer.read()
+
+
+def test_at_step_1_the_edited_prompt_reaches_the_model_and_the_title_request_does_not():
+    from smoldata_tui.session.fork import ForkParent
+    from smoldata_tui.session.fork_server import ForkEdit, ForkServer
+    from smoldata_tui.session.model_endpoint import ModelEndpoint
+
+    model = LoggingModel(_writes_east()).start()
+    target = ModelEndpoint(base_url=model.base_url, model="forked-model", api_key=KEY, replay=model)
+    parent = ForkParent(PARENT, None, ReplayScript.from_trace(PARENT))
+    server = ForkServer(parent.script, 1, target, edit=ForkEdit("the edited prompt")).start()
+    try:
+        system = {"role": "system", "content": "You are OpenCode."}
+        _post(server.base_url, {"model": "forked-model", "messages": [system, {"role": "user", "content": "Title?"}]})
+        answer = _post(server.base_url, {"model": "forked-model", "tools": [{"type": "function"}],
+                                         "messages": [system, {"role": "user", "content": "the task"}]})  # fmt: skip
+    finally:
+        server.close()
+    assert [m["content"] for m in model.logged[0]["messages"]] == ["You are OpenCode.", "the edited prompt"]
+    assert len(model.logged) == 1 and model.logged[0]["model"] == "forked-model"
+    assert json.loads(answer)["choices"][0]["message"]["content"] == "unused"  # M's own turn 1, relayed back
