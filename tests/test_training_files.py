@@ -22,7 +22,9 @@ from smoldata_tui.training.requests import request_summary
 
 from .conftest import SAMPLES, run_cli
 
-TOOLS = [{"type": "function", "function": {"name": name, "parameters": {}}} for name in ("bash", "webfetch", "task")]
+# what OpenCode 1.18.31 offers with the environment's configuration (else an offered_tools_drift finding)
+OFFERED_BY_1_18_31 = ("bash", "edit", "glob", "grep", "read", "skill", "task", "todowrite", "webfetch", "write")
+TOOLS = [{"type": "function", "function": {"name": name, "parameters": {}}} for name in OFFERED_BY_1_18_31]
 
 
 def _completion(message: dict) -> dict:
@@ -219,7 +221,7 @@ def test_the_capture_proxy_applies_training_policy_to_what_reaches_the_model(tmp
     assert reached[0] | {"messages": 1} == {
         "model": model, "max_tokens": 4096, "max_completion_tokens": None, "enable_thinking": False, "logprobs": True,
         "return_token_ids": True, "top_logprobs": 0, "temperature": None, "stream": False,
-        "tools": ["bash", "webfetch", "task"], "messages": 1,
+        "tools": list(OFFERED_BY_1_18_31), "messages": 1,
     }  # fmt: skip
     assert [json.loads(line) for line in (tmp_path / "run.requests.jsonl").read_text().splitlines()][-1] == reached[0]
     assert answer["choices"][0]["message"]["tool_calls"] and capture.record.level == "tokens"

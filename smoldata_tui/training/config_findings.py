@@ -10,7 +10,11 @@ opencode_env's proxy trace. From them:
   OpenCode 1.18.31 with ``"permission": {"*": "allow"}`` turns ``webfetch`` and ``task`` back on
   although ``tools`` switches them off — the environment's own configuration, so training has it.
 * ``disabled_tool_called`` (error): the agent called such a tool (the trace's line).
-* ``opencode_version_mismatch`` (warning): ``opencode --version`` inside the sandbox is not the pin.
+* ``opencode_version_mismatch`` (warning): ``opencode --version`` inside the sandbox is not the
+  version the episode asked for.
+* ``opencode_version_drift`` (warning): the episode ran an OpenCode other than the environment's pin.
+* ``offered_tools_drift`` (warning): the tools offered to the model (every request with tools) are
+  not those its version offers with the environment's configuration (``session/opencode_tools``).
 * ``output_cap_missing`` / ``thinking_enabled`` (warning): a tool-bearing request reached the model
   without training's policy (``max_tokens`` ≤ 4096, ``enable_thinking`` false): ``--no-capture``,
   or an episode recorded elsewhere. Without a requests file, an episode the built-in driver ran
@@ -30,7 +34,11 @@ import orjson
 
 from smoldata_tui.session.metadata import METADATA_SUFFIX, EpisodeMetadata, sibling_path
 from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.session.opencode_install import DEFAULT_OPENCODE_VERSION
+from smoldata_tui.session.opencode_tools import offered_tools
+from smoldata_tui.session.trace_shape import offered_tool_names
 from smoldata_tui.trace.finding import Finding, Severity
+from smoldata_tui.trace.text import clip
 from smoldata_tui.training.requests import REQUESTS_SUFFIX, TRAINING_OUTPUT_CAP, read_requests, request_summary
 
 MAX_TRACE_SCAN_BYTES = 256 << 20
@@ -188,8 +196,50 @@ def sidecar_findings(
     elif metadata is not None:
         findings += _policy_from_metadata(metadata)
     if metadata is not None:
-        seen = (metadata.sandbox or {}).get("opencode_version")
-        if isinstance(seen, str) and metadata.opencode_version and seen.strip() != metadata.opencode_version:
-            findings.append(Finding("opencode_version_mismatch", Severity.WARNING, None, None,
-                                    f"the sandbox ran OpenCode {seen.strip() or '(unknown)'}, not the pinned {metadata.opencode_version}"))  # fmt: skip
+        findings += _version_findings(metadata)
+        findings += _offered_tools_drift(metadata, requests)
     return findings
+
+
+def _version_ran(metadata: EpisodeMetadata) -> str | None:
+    """The OpenCode the episode ran: what ``--version`` said in the sandbox, else what was asked for."""
+    seen = (metadata.sandbox or {}).get("opencode_version")
+    if isinstance(seen, str) and seen.strip():
+        return seen.strip()
+    return metadata.opencode_version.strip() if isinstance(metadata.opencode_version, str) and metadata.opencode_version.strip() else None
+
+
+def _version_findings(metadata: EpisodeMetadata) -> list[Finding]:
+    """One finding about the version, at most: the sandbox ran another OpenCode than the episode
+    asked for (mismatch), else the episode asked for a version other than the environment's pin (drift)."""
+    seen = (metadata.sandbox or {}).get("opencode_version")
+    asked = metadata.opencode_version
+    if isinstance(seen, str) and asked and seen.strip() != asked:
+        why = "pinned" if asked == DEFAULT_OPENCODE_VERSION else "requested"
+        pin = "" if asked == DEFAULT_OPENCODE_VERSION else f" (the environment pins {DEFAULT_OPENCODE_VERSION})"
+        return [Finding("opencode_version_mismatch", Severity.WARNING, None, None,
+                        f"the sandbox ran OpenCode {seen.strip() or '(unknown)'}, not the {why} {asked}{pin}")]  # fmt: skip
+    ran = _version_ran(metadata)
+    if ran is not None and ran != DEFAULT_OPENCODE_VERSION:
+        return [Finding("opencode_version_drift", Severity.WARNING, None, None,
+                        f"recorded with OpenCode {ran}; the environment pins {DEFAULT_OPENCODE_VERSION}: what the model "
+                        "was offered and what the trace holds may differ from training's (smoldata-tui opencode compare)")]  # fmt: skip
+    return []
+
+
+def _offered_tools_drift(metadata: EpisodeMetadata, requests: list[dict] | None) -> list[Finding]:
+    """The tools offered (every request with tools) are not those the version offers under the
+    environment's configuration (measured: session/opencode_tools.py)."""
+    ran = _version_ran(metadata)
+    expected = offered_tools(ran)
+    offered = set(offered_tool_names(requests or []))
+    if expected is None or not offered:
+        return []
+    extra, missing = sorted(offered - expected), sorted(expected - offered)
+    if not extra and not missing:
+        return []
+    said = "; ".join(part for part in (f"offered {', '.join(extra)} besides" if extra else "",
+                                       f"not offered {', '.join(missing)}" if missing else "") if part)  # fmt: skip
+    return [Finding("offered_tools_drift", Severity.WARNING, None, None,
+                    clip(f"the model's tools differ from what OpenCode {ran} offers with the environment's "
+                         f"configuration: {said}", 600))]  # fmt: skip
