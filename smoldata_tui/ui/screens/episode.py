@@ -71,6 +71,7 @@ class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Sc
         Binding("greater_than_sign", "playback_speed(2)", "Playback: twice as fast", show=False),
         Binding("less_than_sign", "playback_speed(0.5)", "Playback: half as fast", show=False),
         Binding("K", "end_call", "Live: end the running tool call (the agent goes on)", show=False),
+        Binding("F", "fork", "Fork the episode at this row's step", show=False),
         Binding("question_mark", "help", "Keys"),
         Binding("q", "leave", "Quit"),
     ]
@@ -370,6 +371,11 @@ class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Sc
             self.app.notify("only while a live episode runs (smoldata-tui run)", severity="warning")
             return
         self.call_ender()
+
+    def action_fork(self) -> None:
+        from smoldata_tui.ui.screens.fork_launch import ask_to_fork
+
+        ask_to_fork(self)
 
     def action_help(self) -> None:
         from smoldata_tui.ui.screens.help import HelpScreen

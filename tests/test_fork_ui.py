@@ -1,0 +1,54 @@
+"""``F`` on a timeline row forks the episode at that row's step: a confirmation naming the step, a
+form with the model (the parent's by default), then a live episode. Pilot drives the real app; the
+fork is a real episode (the real OpenCode in bubblewrap), its model from step 3 on a recording."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from textual.widgets import Input
+
+from smoldata_tui.ui.app import ReplayApp
+from smoldata_tui.ui.screens.episode import EpisodeScreen
+from smoldata_tui.ui.screens.fork_launch import ConfirmFork, ForkForm
+from smoldata_tui.ui.screens.live import LiveScreen
+
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_fork import AT_STEP, PARENT, _other_recording
+from .test_ui_live import live_screen, wait_for
+
+pytestmark = pytest.mark.usefixtures("opencode_bin")
+
+
+async def test_f_on_a_row_forks_the_episode_at_its_step_live(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the fork is saved in ./runs, as `run` saves
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    shutil.copy(PARENT, parent / "run.jsonl")
+    shutil.copy(PARENT.with_name("passing_run.meta.json"), parent / "run.meta.json")
+    other = _other_recording(tmp_path / "other.jsonl")
+    app = ReplayApp(parent / "run.jsonl")
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen) and app.screen.model.count > 10, 10)
+        screen = app.screen
+        row = next(event for event in range(screen.model.count) if screen.model.record(event).step == AT_STEP)
+        screen.timeline.go_to_event(row)
+        await pilot.pause(0.1)
+        await pilot.press("F")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmFork), 5)
+        assert f"at step {AT_STEP}?" in app.screen.question and f"Steps 1-{AT_STEP - 1} replay" in app.screen.question
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkForm), 5)
+        assert app.screen.query_one("#model", Input).value == "replay (a scripted recording)"  # the parent's
+        app.screen.query_one("#model", Input).value = f"replay:{other}"
+        await pilot.click("#fork")
+        await wait_for(pilot, lambda: any(isinstance(s, LiveScreen) for s in app.screen_stack), 10)
+        await wait_for(pilot, lambda: not live_screen(app).running, 120)
+        result = live_screen(app).result
+    assert result.status == "finished" and result.grade.env_reward == 0.0  # its model wrote East at step 3
+    assert result.trace_path.resolve().parent.parent == tmp_path / "runs"
+    meta = json.loads(result.metadata_path.read_text())
+    assert meta["fork"]["at_step"] == AT_STEP and meta["fork"]["parent"] == str((parent / "run.jsonl").resolve())
+    assert result.divergences == []
