@@ -61,3 +61,33 @@ async def test_the_detail_pane_at_80_columns_keeps_words_whole():
         assert all(len(row) <= view.wrap_width for row in rows)
         text = view.text.split()
         assert " ".join(rows).split() == text  # every word whole, in order
+
+
+def _contrast(style, variables) -> float:
+    from rich.color import Color as RichColor
+
+    from smoldata_tui.ui.theme_text import contrast
+
+    foreground = style.color or RichColor.parse(variables["foreground"])
+    background = style.bgcolor or RichColor.parse(variables["background"])
+    return contrast(foreground, background)
+
+
+async def test_the_cursor_row_reads_at_3_to_1_or_better_in_every_theme():
+    """WCAG's 3:1 for the selected row, focused and not, in every theme with its own colours (the
+    ANSI themes leave the colours to the terminal)."""
+    app = replay_app(REAL / "failing_run.jsonl")
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await loaded(pilot)
+        timeline = screen.timeline
+        worst = []
+        for theme in sorted(name for name in app.available_themes if not name.startswith("ansi")):
+            app.theme = theme
+            for focused in (True, False):
+                (timeline.focus if focused else screen.set_focus)(*(() if focused else (None,)))
+                await pilot.pause(0.05)
+                strip = timeline.render_line(timeline.cursor - timeline.scroll_offset.y)
+                ratios = [_contrast(segment.style, app.theme_variables) for segment in strip
+                          if segment.text.strip() and segment.style is not None]
+                worst.append((min(ratios), theme, focused))
+        assert min(worst)[0] >= 3.0, sorted(worst)[:5]

@@ -14,6 +14,7 @@ ways to draw it, one rule for the names:
 from __future__ import annotations
 
 from rich.style import Style
+from rich.color import Color as RichColor
 from rich.text import Text
 from rich.theme import Theme
 from textual.color import Color
@@ -32,7 +33,7 @@ def _badge(style: str) -> str:
     words: list[str] = []
     for word in style.split():
         if word.startswith("$") and word.endswith("-badge"):
-            words += ["$background", "on", word[:-6]]
+            words += ["auto 90%", "on", word[:-6]]  # the text colour Textual picks to read on it
         elif word in _TEXT_VARIANTS and (not words or words[-1] != "on"):
             words.append("$text-" + word[1:])
         else:
@@ -65,6 +66,43 @@ def _colour(variables: dict[str, str], name: str):
         return None
 
 
+def _luminance(colour) -> float:
+    def channel(value: int) -> float:
+        value /= 255
+        return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
+
+    red, green, blue = colour.get_truecolor()
+    return 0.2126 * channel(red) + 0.7152 * channel(green) + 0.0722 * channel(blue)
+
+
+def contrast(first, second) -> float:
+    """WCAG's contrast ratio of two Rich colours (1 to 21)."""
+    high, low = sorted((_luminance(first), _luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def _readable_on(background, variables: dict[str, str]):
+    """The theme's background or foreground, whichever reads better on ``background`` (a badge's colour)."""
+    if background is None:
+        return _colour(variables, "background")
+    theme = [colour for colour in (_colour(variables, "background"), _colour(variables, "foreground")) if colour is not None]
+    best = max(theme, key=lambda colour: contrast(colour, background), default=None)
+    if best is None or contrast(best, background) < 4.5:  # a mid-tone badge: black or white reads better
+        best = max((RichColor.from_rgb(0, 0, 0), RichColor.from_rgb(255, 255, 255), *theme),
+                   key=lambda colour: contrast(colour, background))  # fmt: skip
+    return best
+
+
+def readable(style: Style, minimum: float = 4.5) -> Style:
+    """``style`` with its text colour changed to black or white when it reads below ``minimum``
+    on its own background (a theme's cursor colours do not always: gruvbox's is 2.4:1)."""
+    if style.bgcolor is None or style.color is None or contrast(style.color, style.bgcolor) >= minimum:
+        return style
+    better = max((RichColor.from_rgb(0, 0, 0), RichColor.from_rgb(255, 255, 255)),
+                 key=lambda colour: contrast(colour, style.bgcolor))  # fmt: skip
+    return style + Style(color=better)
+
+
 def resolve_style(style: object, variables: dict[str, str]) -> object:
     """One span style with ``$name`` words resolved against ``variables`` (``$error`` prefers ``text-error``)."""
     if not isinstance(style, str) or "$" not in style:
@@ -72,7 +110,8 @@ def resolve_style(style: object, variables: dict[str, str]) -> object:
     result = Style()
     for word in style.split():
         if word.startswith("$") and word.endswith("-badge"):
-            result += Style(color=_colour(variables, "background"), bgcolor=_colour(variables, word[1:-6]))
+            badge = _colour(variables, word[1:-6])
+            result += Style(color=_readable_on(badge, variables), bgcolor=badge)
         elif word.startswith("$"):
             name = f"text-{word[1:]}" if f"text-{word[1:]}" in variables else word[1:]
             result += Style(color=_colour(variables, name))

@@ -20,7 +20,7 @@ from textual.widget import Widget
 
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.ui.screens.fleet_view import COLUMNS, Column, GroupRow, Row, group_cell
-from smoldata_tui.ui.theme_text import themed
+from smoldata_tui.ui.theme_text import readable, themed
 
 MARK_WIDTH = 2  # "● " before a marked row
 
@@ -109,8 +109,8 @@ class FleetTable(ScrollView, can_focus=True):
     ]
     DEFAULT_CSS = """
     FleetTable { height: 1fr; overflow-x: hidden; }
-    FleetTable > .fleet--cursor { background: $primary 55%; }
-    FleetTable:focus > .fleet--cursor { background: $primary 85%; }
+    FleetTable > .fleet--cursor { background: $block-cursor-blurred-background; color: $block-cursor-blurred-foreground; }
+    FleetTable:focus > .fleet--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
     FleetTable > .fleet--group { background: $boost; }
     """
     COMPONENT_CLASSES = {"fleet--cursor", "fleet--group"}
@@ -168,7 +168,7 @@ class FleetTable(ScrollView, can_focus=True):
             text = line_of({column.key: column.cell(row, self.folder) for column, _ in columns}, columns, mark)
         text = themed(text, self.app.theme_variables)
         if index == self.cursor:
-            text.stylize(self.get_component_rich_style("fleet--cursor"))
+            text.stylize(readable(self.get_component_rich_style("fleet--cursor")))
         segments = list(text.render(self.app.console))
         return Strip(segments, text.cell_len).crop_extend(0, width, Style())
 

@@ -60,8 +60,8 @@ class FindingsList(ScrollView, can_focus=True, inherit_bindings=False):
     COMPONENT_CLASSES = {"findings--cursor", "findings--error", "findings--warning", "findings--info", "findings--dim"}
     DEFAULT_CSS = """
     FindingsList { overflow-x: hidden; overflow-y: scroll; }
-    FindingsList > .findings--cursor { background: $primary 55%; }
-    FindingsList:focus > .findings--cursor { background: $primary 85%; }
+    FindingsList > .findings--cursor { background: $block-cursor-blurred-background; color: $block-cursor-blurred-foreground; }
+    FindingsList:focus > .findings--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
     FindingsList > .findings--error { color: $text-error; text-style: bold; }
     FindingsList > .findings--warning { color: $text-warning; }
     FindingsList > .findings--info { color: $text-muted; }

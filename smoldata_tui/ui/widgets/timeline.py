@@ -26,6 +26,7 @@ from textual.widget import Widget
 from smoldata_tui.trace.summary import EventSummary, summarize_line
 from smoldata_tui.ui.timeline_model import TimelineModel
 from smoldata_tui.ui.widgets.styles import component_style, set_virtual_size
+from smoldata_tui.ui.theme_text import readable
 from smoldata_tui.ui.widgets.timeline_rows import Columns, RowStyles, header_text, row_text
 
 SUMMARY_CACHE = 4096
@@ -114,8 +115,8 @@ class Timeline(ScrollView, can_focus=True, inherit_bindings=False):
     Timeline > .timeline--warning-row { background: $warning 8%; }
     Timeline > .timeline--unfinished { color: $text-warning; text-style: bold reverse; }
     Timeline > .timeline--match { background: $warning 45%; color: $text; }
-    Timeline > .timeline--cursor { background: $primary 55%; }
-    Timeline:focus > .timeline--cursor { background: $primary 85%; }
+    Timeline > .timeline--cursor { background: $block-cursor-blurred-background; color: $block-cursor-blurred-foreground; }
+    Timeline:focus > .timeline--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
     """
 
     cursor: reactive[int] = reactive(0, repaint=False, init=False)
@@ -241,7 +242,7 @@ class Timeline(ScrollView, can_focus=True, inherit_bindings=False):
                 warning_row=get("warning-row"),
                 unfinished=get("unfinished"),
                 match=get("match"),
-                cursor=get("cursor"),
+                cursor=readable(get("cursor")),
             )
         return self._styles
 
