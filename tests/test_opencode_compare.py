@@ -51,8 +51,8 @@ def test_compare_replays_a_recording_on_1_18_31_and_1_18_33_as_the_recorded_run_
 
 
 def _edited_copy(tmp_path: Path) -> tuple[Path, Path]:
-    """passing_run twice, with the tools offered as OpenCode 1.18.31 offers them; the second one
-    hand-edited as an upgrade could change it."""
+    """passing_run twice, with the tools offered as OpenCode 1.18.31 offers them and what the
+    model was sent; the second one hand-edited as an upgrade could change it."""
     requests = [{"tools": []}, {"tools": sorted(offered_tools("1.18.31"))}]
     old, new = tmp_path / "old" / "run.jsonl", tmp_path / "new" / "run.jsonl"
     lines = (SAMPLES / "real" / "passing_run.jsonl").read_text().splitlines()
@@ -71,10 +71,17 @@ def _edited_copy(tmp_path: Path) -> tuple[Path, Path]:
     step = [e for e in edited if json.loads(e)["part"].get("messageID") == first]
     rest = [e for e in edited if e not in step]
     step = [step[0], *[e for e in step[1:-1] if '"message"' not in e], *[e for e in step[1:-1] if '"message"' in e], step[-1]]
-    for path, body, offered in ((old, lines, requests), (new, step + rest, requests[:1] + [{"tools": ["bash", "read", "patch"]}])):
+    bash = {"type": "function", "function": {"name": "bash", "description": "Run a command", "parameters": {}}}
+    turns = [{"messages": [{"role": "system", "content": "You are OpenCode"}], "tools": [bash]}] * 2
+    edited_bash = {"type": "function", "function": {**bash["function"], "description": "Run a shell command"}}
+    edited_turns = [turns[0], {"messages": [{"role": "system", "content": "You are OpenCode, v2"}], "tools": [edited_bash]}]
+    for path, body, offered, sent in ((old, lines, requests, turns),
+                                      (new, step + rest, requests[:1] + [{"tools": ["bash", "read", "patch"]}], edited_turns)):  # fmt: skip
         path.parent.mkdir()
         path.write_text("\n".join(body) + "\n")
         path.with_name("run.requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in offered))
+        training = {"schema_version": 1, "turns": [{"request": request} for request in sent]}
+        path.with_name("run.training.json").write_text(json.dumps(training))
     return old, new
 
 
@@ -89,6 +96,7 @@ def test_shape_changes_name_what_a_hand_edited_recording_added_removed_and_reord
     assert changes["tools_offered_removed"] == sorted(offered_tools("1.18.31") - {"bash", "read"})
     assert changes["order_changes"] == ["step 1: step_start text tool_use step_finish → step_start tool_use message step_finish",
                                         "step 4: step_start text step_finish → step_start message step_finish"]  # fmt: skip
+    assert changes["tool_schemas_changed"] == ["bash"] and changes["prompts_changed"] == ["turn 2"]
     same = shape_changes(read_shape(old), read_shape(old))
     assert not any(same.values())
 
@@ -96,12 +104,14 @@ def test_shape_changes_name_what_a_hand_edited_recording_added_removed_and_reord
 def test_the_table_shows_both_sides_and_every_change():
     result = json.loads(FIXTURE.read_text())
     row = result["recordings"][0]
-    row.update(fields_added=["tool_use:part.state.metadata.exitCode"], tools_offered_removed=["webfetch"], divergences=2)
+    row.update(fields_added=["tool_use:part.state.metadata.exitCode"], tools_offered_removed=["webfetch"], divergences=2,
+               tool_schemas_changed=["bash"])
     out = io.StringIO()
     print_table(result, out)
     text = out.getvalue()
     assert "OpenCode 1.18.31" in text and "OpenCode 1.18.33" in text
     assert "fields added: tool_use:part.state.metadata.exitCode" in text and "tools offered removed: webfetch" in text
+    assert "tool definitions changed: bash" in text
     assert "0 → 2" in text and f"1 of {len(result['recordings'])} recording(s) differ between 1.18.31 and 1.18.33" in text
 
 

@@ -4,7 +4,8 @@ training sees?
 Each recording is replayed (the replay model, capture on) through both versions, each installed
 as ``opencode install`` does; per recording the outcome on both sides (verdict, grade, exit), the
 shape changes of the trace (:mod:`trace_shape`: event types, key paths, step order, tools
-offered) and the replay's divergences. Every episode is a real ``smoldata-tui run --headless``
+offered, and whether the tool definitions and messages the model was sent changed) and the
+replay's divergences. Every episode is a real ``smoldata-tui run --headless``
 in its own process, so it runs exactly as a user's would; a version's episodes run in parallel
 (``--jobs``, default the CPU count).
 
@@ -45,8 +46,9 @@ class CompareUsageError(Exception):
 
 @dataclass
 class Recording:
-    path: Path
+    path: Path  # the trace replayed
     task: str
+    label: str  # as the user named it (a trace or an episode folder)
 
 
 @dataclass
@@ -80,23 +82,23 @@ def default_recordings() -> list[Path]:
 def recordings_from(arguments: list[str], task: str | None) -> list[Recording]:
     from smoldata_tui.diff.calls import DiffInputError, resolve_trace
 
-    paths = []
+    named: list[tuple[str, Path]] = []
     for argument in arguments:
         try:
-            paths.append(resolve_trace(argument))
+            named.append((argument, resolve_trace(argument)))
         except DiffInputError as exc:
             raise CompareUsageError(str(exc)) from None
     if not arguments:
-        paths = default_recordings()
-        if not paths:
+        named = [(str(path), path) for path in default_recordings()]
+        if not named:
             raise CompareUsageError(f"no shipped recordings in {SAMPLE_RECORDINGS}: name the recordings to replay")
     recordings = []
-    for path in paths:
+    for label, path in named:
         metadata = load_metadata(metadata_path_for(path))
         name = task or (metadata.task if metadata is not None else None)
         if not name:
             raise CompareUsageError(f"{path}: its metadata names no task; pass --task")
-        recordings.append(Recording(path, name))
+        recordings.append(Recording(path, name, label))
     return recordings
 
 
@@ -139,7 +141,7 @@ def replay_once(recording: Recording, version: str, save: Path, *, tasks: str | 
 
 def compare_recording(recording: Recording, old: Outcome, new: Outcome) -> dict:
     changes = shape_changes(old.shape, new.shape)
-    row = {"recording": str(recording.path), "old": old.facts(), "new": new.facts(), **changes,
+    row = {"recording": recording.label, "old": old.facts(), "new": new.facts(), **changes,
            "divergences": new.divergences, "old_divergences": old.divergences,
            "tools_offered": {"old": old.shape.tools_offered, "new": new.shape.tools_offered},
            "traces": {"old": old.trace, "new": new.trace}}  # fmt: skip
@@ -153,7 +155,7 @@ def compare_recording(recording: Recording, old: Outcome, new: Outcome) -> dict:
 
 def row_differs(row: dict) -> bool:
     lists = ("events_added", "events_removed", "fields_added", "fields_removed", "tools_offered_added",
-             "tools_offered_removed", "order_changes")  # fmt: skip
+             "tools_offered_removed", "order_changes", "tool_schemas_changed", "prompts_changed")  # fmt: skip
     return (row["old"] != row["new"] or any(row[name] for name in lists) or bool(row.get("errors"))
             or row["divergences"] != row["old_divergences"])  # fmt: skip
 
@@ -200,6 +202,8 @@ def print_table(result: dict, out: TextIO) -> None:
                            ("fields added", "fields_added"), ("fields removed", "fields_removed"),
                            ("tools offered added", "tools_offered_added"),
                            ("tools offered removed", "tools_offered_removed"), ("order", "order_changes"),
+                           ("tool definitions changed", "tool_schemas_changed"),
+                           ("messages sent changed", "prompts_changed"),
                            ("not compared", "errors")):  # fmt: skip
             if row.get(key):
                 out.write(clip(f"    {label}: {', '.join(row[key])}", 400) + "\n")

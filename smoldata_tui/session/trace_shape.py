@@ -1,22 +1,26 @@
 """What a trace looks like, as opposed to what it says: the event types it holds, every key path
-of its events (``tool_use:part.state.metadata.exit``), the order of event types in each step, and
-the tools offered to the model (from ``run.requests.jsonl``). Two versions of OpenCode replaying
-the same recording should give the same shape; :func:`shape_changes` says where they do not.
+of its events (``tool_use:part.state.metadata.exit``), the order of event types in each step, the
+tools offered to the model (from ``run.requests.jsonl``), and digests of what the model was sent
+(each tool's definition and each turn's messages, from ``run.training.json``). Two versions of
+OpenCode replaying the same recording should give the same shape; :func:`shape_changes` says
+where they do not.
 
 Pure but for reading the files; no Textual.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 
 import orjson
 
-from smoldata_tui.session.metadata import REQUESTS_SUFFIX, sibling_path
+from smoldata_tui.session.metadata import REQUESTS_SUFFIX, TRAINING_SUFFIX, sibling_path
 from smoldata_tui.trace.reader import read_at_most
 from smoldata_tui.trace.text import clip
 from smoldata_tui.training.requests import read_requests
+from smoldata_tui.training.trace_file import read_training_document
 
 MAX_SHAPE_BYTES = 64 << 20  # a replayed episode's trace is kilobytes; this bounds a runaway one
 MAX_FIELDS = 5000  # key paths kept per trace: an agent's tool input can carry any keys
@@ -30,6 +34,8 @@ class TraceShape:
     fields: set[str] = field(default_factory=set)  # "type:dotted.key.path", lists as "name[]"
     step_orders: list[tuple[str, ...]] = field(default_factory=list)  # per step, its event types in order
     tools_offered: list[str] = field(default_factory=list)  # sorted union over requests with tools
+    tool_schemas: dict[str, str] = field(default_factory=dict)  # tool name → digest of its definition (run.training.json)
+    prompts: list[str] = field(default_factory=list)  # per training turn, a digest of the messages the model was sent
     requests_read: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -99,7 +105,32 @@ def read_shape(trace_path: str | os.PathLike[str]) -> TraceShape:
     if requests is not None:
         shape.requests_read = True
         shape.tools_offered = offered_tool_names(requests)
+    _read_training_requests(os.fspath(trace_path), shape)
     return shape
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def _read_training_requests(trace_path: str, shape: TraceShape) -> None:
+    """What the model was sent, as the capture kept it: each turn's messages and tool definitions.
+    Digests only: the messages hold what the agent wrote."""
+    read = read_training_document(sibling_path(trace_path, TRAINING_SUFFIX))
+    if read is None or read[1] is not None or not isinstance(read[0], dict):
+        return
+    for turn in read[0].get("turns") or []:
+        request = turn.get("request") if isinstance(turn, dict) else None
+        if not isinstance(request, dict):
+            continue
+        try:
+            shape.prompts.append(_digest(request.get("messages")))
+            for tool in request.get("tools") or []:
+                function = tool.get("function") if isinstance(tool, dict) else None
+                if isinstance(function, dict) and isinstance(function.get("name"), str):
+                    shape.tool_schemas[clip(function["name"], MAX_KEY_CHARS)] = _digest(function)
+        except (TypeError, orjson.JSONEncodeError):
+            continue  # a value orjson cannot encode (a 2^64 integer): not compared
 
 
 def offered_tool_names(requests: list[dict]) -> list[str]:
@@ -126,4 +157,14 @@ def shape_changes(old: TraceShape, new: TraceShape) -> dict[str, list[str]]:
         "tools_offered_added": sorted(set(new.tools_offered) - set(old.tools_offered)),
         "tools_offered_removed": sorted(set(old.tools_offered) - set(new.tools_offered)),
         "order_changes": _order_changes(old.step_orders, new.step_orders),
+        "tool_schemas_changed": sorted(name for name in old.tool_schemas.keys() & new.tool_schemas.keys()
+                                       if old.tool_schemas[name] != new.tool_schemas[name]),  # fmt: skip
+        "prompts_changed": _prompt_changes(old.prompts, new.prompts),
     }
+
+
+def _prompt_changes(old: list[str], new: list[str]) -> list[str]:
+    changes = [f"turn {number}" for number, (a, b) in enumerate(zip(old, new), 1) if a != b]
+    if len(old) != len(new):
+        changes.append(f"turns: {len(old)} → {len(new)}")
+    return changes
