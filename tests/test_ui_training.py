@@ -64,11 +64,14 @@ async def test_each_model_call_is_summarised_with_its_tokens_logprobs_mask_and_s
         rows = [[cell.plain for cell in table.get_row_at(row)] for row in range(4)]
         for row, turn in zip(rows, expected):
             logps = turn["per_token_logps"]
-            assert row[2] == f"{len(turn['prompt_token_ids']):,}" and row[3] == f"{len(turn['completion_token_ids']):,}"
-            assert row[4] == f"{sum(logps) / len(logps):.3f}" and row[5] == f"{min(logps):.3f}"
-        assert [row[1] for row in rows] == ["1", "2", "3", "4"]  # the step each call became
-        assert [row[6] for row in rows] == ["100%", "100%", "100%", "0%"]  # turn 4 is context only
-        assert [row[7] for row in rows] == ["bash", "bash", "write", "-"]
+            assert row[4] == f"{len(turn['prompt_token_ids']):,}" and row[5] == f"{len(turn['completion_token_ids']):,}"
+            assert row[6] == f"{sum(logps) / len(logps):.3f}" and row[7] == f"{min(logps):.3f}"
+        assert [row[2] for row in rows] == ["1", "2", "3", "4"]  # the step each call became
+        assert [row[8] for row in rows] == ["100%", "100%", "100%", "0%"]  # turn 4 is context only
+        assert [row[9] for row in rows] == ["bash", "bash", "write", "-"]
+        # The rollout graph's gutter: one conversation, turn 4 excluded from training; the ledger reconciles all.
+        assert [row[0] for row in rows] == ["A● ", "A│ ", "A│ ", "A│×"]
+        assert [row[3] for row in rows] == ["ok"] * 4 and "ledger 4 of 4 calls matched" in text
         assert "4 model calls" in text and "native_tool_calls 3" in text
         assert "openenv's validation: no findings" in text
         # The first turn's detail: requested vs applied sampling, its tool call and where it links.
@@ -154,7 +157,7 @@ async def test_capture_validation_failures_are_findings_of_their_turns(tmp_path)
             app.theme = theme
             await pilot.pause(0.2)
             error = Color.parse(app.theme_variables["text-error"]).rich_color
-            assert table.get_row("1")[0].style.color == error, theme
+            assert table.get_row("1")[1].style.color == error, theme
 
 
 async def test_model_text_in_the_training_trace_is_inert(tmp_path):

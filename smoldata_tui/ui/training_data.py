@@ -8,8 +8,9 @@ may be missing or of the wrong type); reading and openenv's validation are the c
 (:mod:`smoldata_tui.training.validation`, which ``check`` uses too). openenv takes seconds to
 import: the viewer calls :func:`load_training` on a worker thread.
 
-How a turn links to the timeline (:func:`link_turns`): a turn's response names the tool calls
-it made (``choices[0].message.tool_calls[].id``); OpenCode keeps those ids as the ``callID`` of
+How a turn links to the timeline: as the ledger matched it (:func:`ledger_links`,
+:mod:`smoldata_tui.training.ledger`) when the stream could be read; otherwise by
+:func:`link_turns`: a turn's response names the tool calls it made (``choices[0].message.tool_calls[].id``); OpenCode keeps those ids as the ``callID`` of
 its ``tool_use`` events, so the turn's step is the step of those rows. A turn without tool calls
 (the final answer, or a call whose ids match no row) takes the step after the previous turn's,
 the first turn step 1: step k of the trace is model call k when every call is a step. A turn
@@ -27,6 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smoldata_tui.trace.finding import Severity
+from smoldata_tui.training.ledger import Ledger, build_ledger
+from smoldata_tui.training.rollout_graph import GraphNode, gutter, root_count
 from smoldata_tui.training.trace_file import CaptureProblem, read_training_document, training_path_for
 from smoldata_tui.training.validation import as_dict, as_list, document_problems, first_choice
 
@@ -76,6 +80,7 @@ class TrainingView:
     turns: list[TurnSummary] = field(default_factory=list)
     problems: list[CaptureProblem] = field(default_factory=list)
     validated: bool = False  # False when openenv could not be imported to check the file
+    ledger: Ledger | None = None  # the turns reconciled with the stream (training/ledger.py)
 
     def problems_of(self, turn: int) -> list[CaptureProblem]:
         return [problem for problem in self.problems if problem.turn == turn]
@@ -88,8 +93,10 @@ class TrainingView:
 # ------------------------------------------------------------------------------------ reading
 
 
-def load_training(path: str | os.PathLike[str], *, validate: bool = True) -> TrainingView | None:
-    """The summary of the training trace at ``path``; None when there is no such file."""
+def load_training(path: str | os.PathLike[str], *, validate: bool = True,
+                  trace_path: str | os.PathLike[str] | None = None) -> TrainingView | None:  # fmt: skip
+    """The summary of the training trace at ``path``; None when there is no such file. With
+    ``trace_path`` (the episode's stream) the view carries the ledger too."""
     path = Path(path)
     read = read_training_document(path)
     if read is None:
@@ -104,6 +111,11 @@ def load_training(path: str | os.PathLike[str], *, validate: bool = True) -> Tra
     view.turns = [summarise_turn(index, turn) for index, turn in enumerate(document["turns"])]
     if validate:
         view.problems, view.validated = document_problems(document)
+    if trace_path is not None:
+        try:
+            view.ledger = build_ledger(trace_path)
+        except OSError:
+            view.ledger = None
     return view
 
 
@@ -206,6 +218,20 @@ def link_turns(turns: list[TurnSummary], rows: list[ToolUseRow], steps: set[int]
     return links
 
 
+def ledger_links(ledger: Ledger, rows: list[ToolUseRow], steps: set[int]) -> list[TurnLink]:
+    """Each turn's step as the ledger matched it, with that step's tool rows its completion names
+    (all the step's rows when it names none of them)."""
+    links = []
+    for turn in ledger.turns:
+        if turn.step is None or turn.step not in steps:
+            links.append(TurnLink(None, (), "none"))
+            continue
+        own = [row for row in rows if row.step == turn.step]
+        named = tuple(row.event for row in own if row.call_id in turn.call_ids)
+        links.append(TurnLink(turn.step, named or tuple(row.event for row in own), "callID" if named else "order"))
+    return links
+
+
 def turn_of_event(links: list[TurnLink], event: int, step: int) -> int | None:
     """The turn that produced ``event`` (a row of ``step``): by its tool_use row, else by step."""
     for index, link in enumerate(links):
@@ -226,3 +252,57 @@ def tool_use_call_id(line: bytes) -> str | None:
     part = event.get("part") if isinstance(event, dict) else None
     call_id = part.get("callID") if isinstance(part, dict) else None
     return call_id if isinstance(call_id, str) and call_id else None
+
+
+# ------------------------------------------------------------------------------------ ledger
+
+_MARK = {"ledger_unmatched_turn": "no step", "ledger_unreported_call": "unreported",
+         "ledger_missing_turn": "missing", "ledger_rewritten_prompt": "rewritten"}  # fmt: skip
+
+
+def ledger_mark(view: TrainingView, turn: int) -> tuple[str, str]:
+    """(the Training tab's ledger cell for ``turn``, its level: FATAL, WARN, INFO or "")."""
+    ledger = view.ledger
+    if ledger is None or turn >= len(ledger.turns):
+        return "-", ""
+    findings = ledger.turns[turn].findings
+    if not findings:
+        return "ok", ""
+    worst = min(findings, key=lambda finding: list(Severity).index(finding.severity))
+    level = {Severity.ERROR: "FATAL", Severity.WARNING: "WARN"}.get(worst.severity, "INFO")
+    return " ".join(dict.fromkeys(_MARK.get(finding.kind, finding.kind) for finding in findings)), level
+
+
+def graph_cell(view: TrainingView, turn: int) -> str:
+    """The rollout graph's gutter for ``turn``: conversation letter, shape, × when training learns nothing."""
+    ledger = view.ledger
+    if ledger is None or turn >= len(ledger.graph):
+        return ""
+    return gutter(ledger.graph, turn) + ("×" if ledger.graph[turn].excluded else " ")
+
+
+def graph_note(view: TrainingView, turn: int) -> str:
+    """Where ``turn`` sits in the rollout graph, and why a root beyond the first is one."""
+    ledger = view.ledger
+    if ledger is None or turn >= len(ledger.graph):
+        return ""
+    node: GraphNode = ledger.graph[turn]
+    letter = chr(ord("A") + node.root % 26)
+    lines = []
+    if node.parent is not None:
+        lines.append(f"conversation {letter}: extends turn {node.parent + 1}'s prompt and completion")
+    elif node.root == 0:
+        lines.append(f"conversation {letter}: its root (the first call)")
+    else:
+        why = ("a call no step of the stream came from" if ledger.turns[turn].step is None
+               else "the agent's call, with its context rewritten, compacted or re-rendered")  # fmt: skip
+        lines.append(f"conversation {letter} starts here: its prompt extends no earlier turn ({why}); openenv's "
+                     f"validation reports such roots as multiple_roots ({root_count(ledger.graph)} among these turns)")  # fmt: skip
+    if node.children > 1:
+        lines.append(f"{node.children} later turns extend it: a fork (retries or resamples)")
+    if node.excluded:
+        lines.append("excluded from training: no completion token has loss_mask 1")
+    if node.skipped_before:
+        lines.append(f"{node.skipped_before} capture call(s) before it are not in the file "
+                     "(auxiliary calls without tools, or discarded retries)")  # fmt: skip
+    return "\n".join(lines)

@@ -31,6 +31,10 @@ from smoldata_tui.ui.training_data import (
     TrainingView,
     TurnLink,
     TurnSummary,
+    graph_cell,
+    graph_note,
+    ledger_links,
+    ledger_mark,
     link_turns,
     load_training,
     tool_use_call_id,
@@ -69,6 +73,23 @@ def summary_text(view: TrainingView) -> Text:
                     "bold $error" if view.fatal_count else "$warning")  # fmt: skip
     elif turns:
         text.append("openenv's validation: no findings\n", "$success")
+    text.append_text(ledger_summary(view))
+    return text
+
+
+def ledger_summary(view: TrainingView) -> Text:
+    """The ledger in one line: calls matched to steps, and what did not reconcile."""
+    ledger, text = view.ledger, Text()
+    if ledger is None:
+        return text
+    matched = sum(turn.step is not None for turn in ledger.turns)
+    text.append("ledger ", "bold")
+    text.append(f"{matched} of {len(ledger.turns)} calls matched to the stream's {len(ledger.steps)} steps")
+    serious = [finding for finding in ledger.findings if finding.severity.value != "info"]
+    if serious:
+        text.append(f" · {len(serious)} warning/error finding(s)", "$warning")
+    roots = len({node.root for node in ledger.graph})
+    text.append(f" · rollout graph: {roots} root{'s' if roots != 1 else ''}\n")
     return text
 
 
@@ -82,12 +103,19 @@ def problem_text(problem: CaptureProblem) -> Text:
     return text
 
 
-def turn_detail_text(turn: TurnSummary, link: TurnLink | None, problems: list[CaptureProblem]) -> Text:
+def turn_detail_text(turn: TurnSummary, link: TurnLink | None, problems: list[CaptureProblem],
+                     view: TrainingView | None = None) -> Text:  # fmt: skip
     text = Text()
     text.append(f"Turn {turn.index + 1}", "bold underline")
     text.append(f"  node {clip(turn.node_id, 40)}\n", "dim")
     for problem in problems:  # first: they decide whether the turn is trainable at all
         text.append_text(problem_text(problem))
+    if view is not None and view.ledger is not None and turn.index < len(view.ledger.turns):
+        for finding in view.ledger.turns[turn.index].findings:
+            level = {"error": "FATAL", "warning": "WARN"}.get(finding.severity.value, "INFO")
+            text.append(f"{_LEVEL_MARK[level]} {finding.kind}\n", _LEVEL_STYLE[level])
+            text.append(clip(finding.message, 600) + "\n")
+        text.append(graph_note(view, turn.index) + "\n", "dim")
     coverage = turn.mask_coverage
     text.append(f"tokens     prompt {turn.prompt_tokens:,} · completion {turn.completion_tokens:,} · "
                 f"trained {turn.trained_tokens:,}" + (f" ({coverage:.0%})" if coverage is not None else "") + "\n")  # fmt: skip
@@ -155,6 +183,7 @@ class TrainingPanel(Vertical):
         ``read_line(offset, length)`` reads one trace line (for the tool_use callIDs)."""
         super().__init__(**options)
         self.path = training_path_for(trace_path)
+        self._trace_path = trace_path
         self._records = records
         self._read_line = read_line
         self.view: TrainingView | None = None
@@ -175,9 +204,9 @@ class TrainingPanel(Vertical):
 
     def on_mount(self) -> None:
         table = self.query_one(TurnTable)
-        for label, key in (("#", "turn"), ("step", "step"), ("prompt", "prompt"), ("out", "out"),
-                           ("mean", "mean"), ("min", "min"), ("mask", "mask"), ("tools", "tools")):  # fmt: skip
-            table.add_column(Text(label, justify="right" if key != "tools" else "left"), key=key)
+        for label, key in (("graph", "graph"), ("#", "turn"), ("step", "step"), ("ledger", "ledger"), ("prompt", "prompt"),
+                           ("out", "out"), ("mean", "mean"), ("min", "min"), ("mask", "mask"), ("tools", "tools")):  # fmt: skip
+            table.add_column(Text(label, justify="left" if key in ("graph", "ledger", "tools") else "right"), key=key)
         self._show_charts(False)
         self.reload()
         self.set_interval(1.0, self._watch_file)
@@ -202,7 +231,7 @@ class TrainingPanel(Vertical):
         self.run_worker(self._load, thread=True, exclusive=True, group="training")
 
     def _load(self) -> None:
-        view = load_training(self.path)
+        view = load_training(self.path, trace_path=self._trace_path)
         self.app.call_from_thread(self._loaded, view)
 
     def _loaded(self, view: TrainingView | None) -> None:
@@ -238,9 +267,12 @@ class TrainingPanel(Vertical):
         for turn in view.turns:
             link = links[turn.index] if turn.index < len(links) else None
             coverage = turn.mask_coverage
+            mark, level = ledger_mark(view, turn.index)
             cells = [
+                Text(graph_cell(view, turn.index)),
                 self._turn_number(turn.index),
                 Text("-" if link is None or link.step is None else str(link.step), justify="right"),
+                themed(Text(clip(mark, 22), _LEVEL_STYLE.get(level, "")), self.app.theme_variables),
                 Text(f"{turn.prompt_tokens:,}", justify="right"),
                 Text(f"{turn.completion_tokens:,}", justify="right"),
                 Text(_lp(turn.mean_logprob), justify="right"),
@@ -276,7 +308,11 @@ class TrainingPanel(Vertical):
                 if record.kind == "tool_use":
                     rows.append(ToolUseRow(record.index, record.step, tool_use_call_id(self._read_line(record.offset, record.length))))
             self._first_event_of_step = firsts
-            self._links = link_turns(self.view.turns, rows, set(firsts))
+            ledger = self.view.ledger
+            if ledger is not None and len(ledger.turns) == len(self.view.turns):
+                self._links = ledger_links(ledger, rows, set(firsts))
+            else:
+                self._links = link_turns(self.view.turns, rows, set(firsts))
             self._links_for = count
         return self._links
 
@@ -318,4 +354,4 @@ class TrainingPanel(Vertical):
             return
         links = self.links()
         link = links[turn] if turn < len(links) else None
-        self.query_one("#training-turn", Static).update(turn_detail_text(view.turns[turn], link, view.problems_of(turn)))
+        self.query_one("#training-turn", Static).update(turn_detail_text(view.turns[turn], link, view.problems_of(turn), view))
