@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterable, Mapping
 
+from smoldata_tui.episode.integrity import trace_integrity_findings
 from smoldata_tui.session.metadata import EpisodeMetadata, sibling_path
 from smoldata_tui.trace.finding import Finding
 from smoldata_tui.training.capture_findings import capture_findings
@@ -38,6 +39,7 @@ def episode_findings(trace_path: str | os.PathLike[str], stream_findings: list[F
     path = os.fspath(trace_path)
     found = sidecar_findings(path, metadata=metadata, tools_called=tools_called(stream_findings, calls_by_tool))
     found += training_findings(path)
+    found += trace_integrity_findings(path)
     if metadata is not None and metadata.capture:
         found += capture_findings(metadata, lambda: read_requests(sibling_path(path, REQUESTS_SUFFIX)))
     return found

@@ -10,9 +10,11 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from smoldata_tui.episode.integrity import trace_integrity_findings
 from smoldata_tui.session.metadata import EpisodeMetadata
 from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.session.proxy_trace import ProxyTurn, load_proxy_trace, summary_line
+from smoldata_tui.trace.finding import Finding
 from smoldata_tui.trace.text import byte_size, clip, neutralize
 from smoldata_tui.training.capture import describe_capture
 from smoldata_tui.ui.theme_text import ThemedStatic
@@ -56,6 +58,21 @@ def grade_text(metadata: EpisodeMetadata) -> Text:
     return text
 
 
+def integrity_text(findings: list[Finding]) -> Text:
+    """The reward-integrity rules' findings, beside the grade (episode/integrity.py)."""
+    text = Text()
+    text.append(f"{'integrity':<17}", "bold")
+    if not findings:
+        text.append("no rule broken (verifier files, input read, answer checked, writes)\n\n", "dim")
+        return text
+    text.append(f"{len(findings)} finding(s): the grade may not be earned\n", "bold $warning")
+    for finding in findings:
+        style = "$error" if finding.severity.value == "error" else "$warning" if finding.severity.value == "warning" else "dim"
+        text.append(f"! {finding.kind} line {finding.line}: {neutralize(clip(finding.message, 300), keep_newlines=False)}\n", style)
+    text.append("\n")
+    return text
+
+
 def divergence_text(metadata: EpisodeMetadata | None, divergences: list[dict]) -> Text:
     """What a replay did differently from its recording (nothing for an episode that is no replay)."""
     text = Text()
@@ -76,13 +93,15 @@ def divergence_text(metadata: EpisodeMetadata | None, divergences: list[dict]) -
 
 
 def metadata_text(metadata: EpisodeMetadata | None, meta_name: str, problems: list[str],
-                  divergences: list[dict] | None = None) -> Text:  # fmt: skip
+                  divergences: list[dict] | None = None, integrity: list[Finding] | None = None) -> Text:  # fmt: skip
     text = Text()
     if metadata is None:
         text.append(f"No episode metadata ({meta_name} not found beside the trace).\n", "dim")
         text.append("Status and elapsed time are inferred from the trace itself.\n", "dim")
     else:
         text.append_text(grade_text(metadata))
+        if integrity is not None and metadata.grade is not None:
+            text.append_text(integrity_text(integrity))
         text.append_text(divergence_text(metadata, divergences or []))
         text.append("Episode\n", "bold underline")
         for name in (
@@ -161,6 +180,24 @@ def _float(value: float | None, spec: str, unit: str = "") -> str:
     return "-" if value is None else f"{value:{spec}}{unit}"
 
 
+INLINE_TRACE_BYTES = 4 << 20  # a trace this small is read for the integrity rules on the UI thread
+
+
+def _trace_beside(folder: Path | None, metadata: EpisodeMetadata | None, meta_name: str) -> Path | None:
+    """The trace the metadata describes: its ``trace`` field, else the name beside ``x.meta.json`` (``x.jsonl``)."""
+    if folder is None or metadata is None:
+        return None
+    name = Path(metadata.trace).name if metadata.trace else meta_name.removesuffix(".meta.json") + ".jsonl"
+    return folder / name
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 class EpisodePanel(VerticalScroll):
     DEFAULT_CSS = "EpisodePanel { padding: 0 1; } EpisodePanel > Static { height: auto; }"
 
@@ -169,15 +206,25 @@ class EpisodePanel(VerticalScroll):
 
     def set_metadata(self, metadata: EpisodeMetadata | None, meta_name: str, problems: list[str],
                      folder: Path | None = None, divergences: list[dict] | None = None) -> None:  # fmt: skip
-        shown = metadata_text(metadata, meta_name, problems, divergences)
+        trace = _trace_beside(folder, metadata, meta_name)
+        integrity = None
+        if trace is not None and _size(trace) <= INLINE_TRACE_BYTES:  # a few ms: shown with the grade at once
+            integrity, trace = trace_integrity_findings(trace), None
+        shown = metadata_text(metadata, meta_name, problems, divergences, integrity)
         self.query_one("#episode-text", Static).update(shown)
-        if metadata is not None and metadata.proxy_trace and folder is not None:
-            # A proxy trace holds every request body: read it off the UI thread.
-            path = folder / Path(metadata.proxy_trace).name
-            self.run_worker(lambda: self._load_proxy(shown, path), thread=True, exclusive=True, group="proxy")
+        if metadata is None or folder is None:
+            return
+        # A large trace (for the integrity rules) and a proxy trace (every request body): off the UI thread.
+        proxy = folder / Path(metadata.proxy_trace).name if metadata.proxy_trace else None
+        if trace is not None or proxy is not None:
+            self.run_worker(lambda: self._load_more(metadata, meta_name, problems, divergences, integrity, trace, proxy),
+                            thread=True, exclusive=True, group="episode-more")  # fmt: skip
 
-    def _load_proxy(self, shown: Text, path: Path) -> None:
-        turns, problems = load_proxy_trace(path)
-        combined = shown.copy()
-        combined.append_text(proxy_text(turns, problems, path.name))
+    def _load_more(self, metadata: EpisodeMetadata, meta_name: str, problems: list[str], divergences: list[dict] | None,
+                   integrity: list[Finding] | None, trace: Path | None, proxy: Path | None) -> None:  # fmt: skip
+        integrity = trace_integrity_findings(trace) if trace is not None else integrity
+        combined = metadata_text(metadata, meta_name, problems, divergences, integrity)
+        if proxy is not None:
+            turns, proxy_problems = load_proxy_trace(proxy)
+            combined.append_text(proxy_text(turns, proxy_problems, proxy.name))
         self.app.call_from_thread(self.query_one("#episode-text", Static).update, combined)
