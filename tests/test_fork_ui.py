@@ -11,6 +11,7 @@ import pytest
 from textual.widgets import Input
 
 from smoldata_tui.ui.app import ReplayApp
+from smoldata_tui.ui.screens.diff import DiffScreen
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.fork_launch import ConfirmFork, ForkForm
 from smoldata_tui.ui.screens.live import LiveScreen
@@ -47,6 +48,18 @@ async def test_f_on_a_row_forks_the_episode_at_its_step_live(tmp_path, monkeypat
         await wait_for(pilot, lambda: any(isinstance(s, LiveScreen) for s in app.screen_stack), 10)
         await wait_for(pilot, lambda: not live_screen(app).running, 120)
         result = live_screen(app).result
+        # The finished fork opens in the diff against its parent: the first difference at step 3.
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen) and app.screen.diff is not None, 20)
+        diff = app.screen.diff
+        first = diff.pairs[diff.first_divergence]
+        assert (diff.call_b(first) or diff.call_a(first)).step == AT_STEP
+        assert all(pair.op == "same" for pair in diff.pairs[: diff.first_divergence])
+        for _ in range(3):  # Esc puts the focus on the table first, then leaves
+            if isinstance(app.screen, DiffScreen):
+                await pilot.press("escape")
+                await pilot.pause(0.2)
+        # Back on the fork's own timeline (the live screen opened it when the agent started).
+        assert isinstance(app.screen, EpisodeScreen) and app.screen.path == live_screen(app).result.trace_path
     assert result.status == "finished" and result.grade.env_reward == 0.0  # its model wrote East at step 3
     assert result.trace_path.resolve().parent.parent == tmp_path / "runs"
     meta = json.loads(result.metadata_path.read_text())

@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from smoldata_tui.trace.text import clip, neutralize
-from smoldata_tui.ui.screens.live import ConfirmCancel
+from smoldata_tui.ui.screens.live import ConfirmCancel, LiveScreen
 from smoldata_tui.ui.theme_text import ThemedStatic
 
 FORK_TIMEOUT_S = 600.0  # as `run`'s default
@@ -97,7 +97,6 @@ class ForkForm(ModalScreen[None]):
         from smoldata_tui.session.fork import open_fork_endpoint
         from smoldata_tui.session.model_endpoint import EndpointError
         from smoldata_tui.tasks import TaskError
-        from smoldata_tui.ui.screens.live import LiveScreen
 
         value = {name: self.query_one(f"#{name}", Input).value.strip() for name in ("model", "base-url", "api-key")}
         if not self.parent_episode.task:
@@ -113,7 +112,30 @@ class ForkForm(ModalScreen[None]):
         runs = getattr(self.app, "runs", None) or Path("runs")
         spec = EpisodeSpec(task=task, endpoint=endpoint, timeout_s=FORK_TIMEOUT_S, save_dir=Path(runs))
         self.dismiss(None)
-        self.app.push_screen(LiveScreen(spec))
+        self.app.push_screen(ForkLiveScreen(spec, self.parent_episode.trace))
 
     def _error(self, message: str) -> None:
         self.query_one("#fork-error", Static).update(Text(clip(neutralize(message, keep_newlines=False), 300)))
+
+
+class ForkLiveScreen(LiveScreen):
+    """The live screen of a fork: once it ends, the diff against its parent opens (``d`` again)."""
+
+    BINDINGS = [Binding("d", "diff_parent", "Diff against the parent")]
+
+    def __init__(self, spec, parent_trace: Path) -> None:
+        super().__init__(spec)
+        self.parent_trace = parent_trace
+
+    def on_episode_ended(self, message) -> None:
+        # Textual runs LiveScreen's handler too (it dispatches along the class's MRO).
+        if message.result is not None and not self._quit_after:
+            self.call_after_refresh(self.action_diff_parent)
+
+    def action_diff_parent(self) -> None:
+        if self.running or self.result is None or not self.result.trace_path.is_file():
+            self.app.notify("the diff opens once the fork has ended", severity="warning")
+            return
+        from smoldata_tui.ui.screens.diff import DiffScreen
+
+        self.app.push_screen(DiffScreen(self.parent_trace, self.result.trace_path))
