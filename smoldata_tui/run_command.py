@@ -420,7 +420,8 @@ def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
         print(f"[replay] diverged: {describe_divergence(record, limit=160)}", file=err, flush=True)
     summary = summary_json(result, printer)
     if (fork := summary["fork"]) is not None:
-        print(f"[fork] against {fork['parent']}: " + ("no difference" if fork["identical"] else
+        print(f"[fork] against {fork['parent']}: " + (f"not compared: {fork['error']}" if fork.get("error") else
+              "no difference" if fork["identical"] else
               f"first difference at step {fork['first_step']} (forked at {fork['at_step']}); calls {fork['counts']}"),
               file=err, flush=True)  # fmt: skip
     printer.print_line(json.dumps(summary, ensure_ascii=False))

@@ -248,3 +248,12 @@ def test_at_step_1_the_edited_prompt_reaches_the_model_and_the_title_request_doe
     assert [m["content"] for m in model.logged[0]["messages"]] == ["You are OpenCode.", "the edited prompt"]
     assert len(model.logged) == 1 and model.logged[0]["model"] == "forked-model"
     assert json.loads(answer)["choices"][0]["message"]["content"] == "unused"  # M's own turn 1, relayed back
+
+
+def test_fork_divergence_says_identical_and_a_parent_it_cannot_read(tmp_path):
+    from smoldata_tui.session.fork import fork_divergence
+
+    same = fork_divergence(PARENT, PARENT)
+    assert same == {"identical": True, "first_step": None, "counts": {"same": 3, "changed": 0, "only_a": 0, "only_b": 0}}
+    gone = fork_divergence(tmp_path / "gone.jsonl", PARENT)
+    assert gone["identical"] is None and "no such file" in gone["error"]
