@@ -134,3 +134,17 @@ def test_bad_input_is_a_usage_error_in_one_line(tmp_path):
     done = run_cli("opencode", "compare", "1.18.31", "1.18.33", str(lone))
     assert done.returncode == 2 and "pass --task" in done.stderr
     assert ROOT.is_dir()
+
+
+def test_a_side_that_cannot_run_is_reported_in_its_row_and_exits_1(tmp_path):
+    ensure_opencode("1.18.31")
+    recording = tmp_path / "rec.jsonl"
+    shutil.copy(SAMPLES / "real" / "failing_run.jsonl", recording)
+    meta = json.loads((SAMPLES / "real" / "failing_run.meta.json").read_text())
+    recording.with_name("rec.meta.json").write_text(json.dumps({**meta, "task": "no-such-task"}))
+    done = run_cli("opencode", "compare", "1.18.31", "1.18.31", str(recording), "--json", timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [row] = json.loads(done.stdout.splitlines()[-1])["recordings"]
+    assert row["recording"] == str(recording) and row["old"] == row["new"] == {"verdict": None, "grade": None, "exit": None}
+    assert [error.split(":")[0] for error in row["errors"]] == ["old", "new"]
+    assert all("no task 'no-such-task'" in error for error in row["errors"]), row["errors"]
