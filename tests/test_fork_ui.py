@@ -65,3 +65,19 @@ async def test_f_on_a_row_forks_the_episode_at_its_step_live(tmp_path, monkeypat
     meta = json.loads(result.metadata_path.read_text())
     assert meta["fork"]["at_step"] == AT_STEP and meta["fork"]["parent"] == str((parent / "run.jsonl").resolve())
     assert result.divergences == []
+
+
+async def test_run_fork_on_the_live_screen_opens_the_diff_when_it_ends(tmp_path):
+    from smoldata_tui.session.episode import EpisodeSpec
+    from smoldata_tui.session.fork import load_parent, open_fork_endpoint
+    from smoldata_tui.tasks import default_task_root, load_task
+    from smoldata_tui.ui.live_app import LiveApp
+
+    other = _other_recording(tmp_path / "other.jsonl")
+    endpoint = open_fork_endpoint(load_parent(PARENT), AT_STEP, model=f"replay:{other}")
+    spec = EpisodeSpec(task=load_task(default_task_root() / "sales-top-region"), endpoint=endpoint,
+                       save_dir=tmp_path / "runs")  # fmt: skip
+    app = LiveApp(spec)  # what `smoldata-tui run --fork … ` without --headless opens
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen) and app.screen.diff is not None, 120)
+        assert app.screen.a_path == str(PARENT) and app.screen.b_path == str(live_screen(app).result.trace_path)

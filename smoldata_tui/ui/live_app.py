@@ -65,6 +65,10 @@ class LiveApp(App[None]):
         if self.spec is not None:
             from smoldata_tui.ui.screens.live import LiveScreen
 
+            if self.spec.endpoint.fork:  # run --fork: the diff against its parent opens when it ends
+                from smoldata_tui.ui.screens.fork_launch import ForkLiveScreen
+
+                return ForkLiveScreen(self.spec, Path(self.spec.endpoint.fork["parent"]))
             return LiveScreen(self.spec)
         from smoldata_tui.ui.screens.home import HomeScreen
 
