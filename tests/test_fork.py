@@ -257,3 +257,33 @@ def test_fork_divergence_says_identical_and_a_parent_it_cannot_read(tmp_path):
     assert same == {"identical": True, "first_step": None, "counts": {"same": 3, "changed": 0, "only_a": 0, "only_b": 0}}
     gone = fork_divergence(tmp_path / "gone.jsonl", PARENT)
     assert gone["identical"] is None and "no such file" in gone["error"]
+
+
+def test_divergences_before_n_are_reported_and_the_edit_is_not_one():
+    from smoldata_tui.session.fork_server import ForkEdit, ForkServer
+    from smoldata_tui.session.model_endpoint import ModelEndpoint
+
+    script = ReplayScript.from_trace(PARENT)
+    first, second = (turn.calls[0] for turn in script.turns[:2])
+    model = LoggingModel(_writes_east()).start()
+    target = ModelEndpoint(base_url=model.base_url, model="forked-model", api_key=KEY, replay=model)
+    server = ForkServer(script, AT_STEP, target, edit=ForkEdit(EDITED, second.call_id)).start()
+
+    def history(second_output: str | None) -> list[dict]:
+        messages = [{"role": "system", "content": "Working directory: /w"}, {"role": "user", "content": "task"}]
+        for call, output in ((first, "a different head\n"), (second, second_output)):
+            if output is None:
+                break
+            messages.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": call.call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}]})
+            messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
+        return messages
+
+    tools = [{"type": "function", "function": {"name": "bash"}}]
+    try:
+        _post(server.base_url, {"model": "m", "tools": tools, "messages": history(None)})  # step 2: the replay
+        _post(server.base_url, {"model": "m", "tools": tools, "messages": history(second.output)})  # step 3: M
+    finally:
+        server.close()
+    assert [(d["kind"], d["call_id"]) for d in server.divergences] == [("result_changed", first.call_id)]
+    assert len(model.logged) == 1 and model.logged[0]["messages"][-1]["content"] == EDITED
