@@ -213,6 +213,9 @@ def _add_run_parser(commands) -> None:
                      help="training's sampling policy, as a trainer's capture session sets it: the temperature "
                      "(top_p 1.0, top_k -1, min_p 0 and neutral penalties are sent with it; any other value is "
                      "refused); default: none sent, the engine's defaults. Not with --no-capture")
+    run.add_argument("--context-window", metavar="N",
+                     help="the served model's context window in tokens, for the budget forecast (default: the "
+                     "endpoint's /v1/models max_model_len when it says; else unknown). Not with --no-capture")
     run.add_argument("--no-capture", action="store_true",
                      help="OpenCode talks straight to the endpoint (its key in the sandbox), not through openenv's "
                      "capture proxy in training's policy; no run.training.json")

@@ -263,6 +263,7 @@ def episode_spec(args, task_name: str | None = None) -> EpisodeSpec:
         except HarnessUnavailable as exc:
             raise UsageError(str(exc)) from None
     sampling = _sampling_policy(args, harness)
+    context_window = _context_window(args, harness)
     save_dir = _check_save_dir(args.save)
     endpoint = open_model_endpoint(args)
     return EpisodeSpec(
@@ -277,7 +278,19 @@ def episode_spec(args, task_name: str | None = None) -> EpisodeSpec:
         harness=harness,
         capture=not getattr(args, "no_capture", False),
         sampling=sampling,
+        context_window=context_window,
     )
+
+
+def _context_window(args, harness: str) -> int | None:
+    """``--context-window N``: recorded in the capture record, which --no-capture has not."""
+    raw = getattr(args, "context_window", None)
+    if raw is None:
+        return None
+    if getattr(args, "no_capture", False) or harness == "opencode-env":
+        raise UsageError("--context-window is recorded by the capture proxy: it cannot be used with "
+                         + ("--no-capture" if getattr(args, "no_capture", False) else "--harness opencode-env"))
+    return _positive_int("--context-window", raw)
 
 
 def _sampling_policy(args, harness: str) -> dict | None:

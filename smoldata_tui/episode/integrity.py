@@ -95,21 +95,31 @@ def _call_of(value: object, event: int, line: int) -> _Call | None:
     return _Call(event, line, part["tool"], state.get("status") == "completed", paths, "\n".join(strings))
 
 
-def read_calls(trace_path: str | os.PathLike[str]) -> list[_Call]:
-    """The tool calls of a trace, read by the trace engine (its cheapest, verdict-only pass)."""
-    calls: list[_Call] = []
+def scan_events(trace_path: str | os.PathLike[str], take) -> None:
+    """``take(value, line, event)`` for every event of a trace, as the trace engine reads it (its
+    cheapest, verdict-only pass: same lines, same event numbers as the timeline)."""
     analysis: TraceAnalysis
 
-    def take(value, line, _offset, _size, _piece) -> None:
-        call = _call_of(value, analysis.event_count - 1, line)  # the hook runs once the event is counted
-        if call is not None:
-            calls.append(call)
+    def hook(value, line, _offset, _size, _piece) -> None:
+        take(value, line, analysis.event_count - 1)  # the hook runs once the event is counted
 
-    analysis = TraceAnalysis(on_event=take, verdict_only=True)
+    analysis = TraceAnalysis(on_event=hook, verdict_only=True)
     with open(trace_path, "rb", buffering=0) as handle:
         while chunk := handle.read(CHUNK_SIZE):
             analysis.feed(chunk)
     analysis.finish()
+
+
+def read_calls(trace_path: str | os.PathLike[str]) -> list[_Call]:
+    """The tool calls of a trace."""
+    calls: list[_Call] = []
+
+    def take(value, line, event) -> None:
+        call = _call_of(value, event, line)
+        if call is not None:
+            calls.append(call)
+
+    scan_events(trace_path, take)
     return calls
 
 

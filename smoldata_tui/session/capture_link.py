@@ -17,6 +17,7 @@ from pathlib import Path
 from smoldata_tui.sandbox.protocol import exec_repeatable
 from smoldata_tui.session.episode_spec import CAPTURE_STAGE
 from smoldata_tui.session.opencode_config import agent_environment
+from smoldata_tui.training.budget import endpoint_context_window
 from smoldata_tui.training.capture import CaptureFailed, ModelCapture
 from smoldata_tui.training.sandbox_capture import SandboxCapture
 from smoldata_tui.training.requests import requests_path_for
@@ -28,7 +29,7 @@ __all__ = ["CaptureFailed", "capture_not_running", "finish_capture", "opencode_v
 
 def start_capture(endpoint, trace_path: Path, say: Callable[[str], None], *, sandbox=None,
                   scrub: Callable[[str], str] = lambda text: text, cancel=None,
-                  sampling: dict | None = None) -> ModelCapture | SandboxCapture:  # fmt: skip
+                  sampling: dict | None = None, context_window: int | None = None) -> ModelCapture | SandboxCapture:  # fmt: skip
     """A running capture proxy for ``endpoint`` (a :class:`ModelEndpoint`), or CaptureFailed: on the
     host, or with ``sandbox`` (a remote one) inside it, where ``scrub`` masks what it brings back.
     ``sampling``: training's sampling policy for its session (``--sampling``), None for the engine's."""
@@ -44,7 +45,17 @@ def start_capture(endpoint, trace_path: Path, say: Callable[[str], None], *, san
     except BaseException:
         capture.stop()
         raise
+    record_context_window(capture.record, endpoint, context_window, say)
     return capture
+
+
+def record_context_window(record, endpoint, given: int | None, say: Callable[[str], None]) -> None:
+    """The served model's context window for the budget forecast: as given, else as the endpoint's
+    ``/v1/models`` says (vLLM's ``max_model_len``), else unknown."""
+    window = given or endpoint_context_window(endpoint.base_url, endpoint.model, endpoint.api_key)
+    record.context_window, record.context_window_from = window, ("given" if given else "endpoint") if window else None
+    say(f"context window {window:,} tokens ({record.context_window_from})" if window
+        else "context window unknown (the endpoint does not say; --context-window N): no context forecast")
 
 
 def require_reachable(sandbox, capture: ModelCapture) -> None:

@@ -299,9 +299,11 @@ class Episode:
         endpoint = self.spec.endpoint
         if self.spec.backend == "daytona":
             self._capture = start_capture(endpoint, result.trace_path, say, sandbox=self._sandbox, cancel=self._cancel,
-                                          scrub=lambda text: self._scrubber.text(text), sampling=self.spec.sampling)  # fmt: skip
+                                          scrub=lambda text: self._scrubber.text(text), sampling=self.spec.sampling,
+                                          context_window=self.spec.context_window)  # fmt: skip
         else:
-            self._capture = start_capture(endpoint, result.trace_path, say, sampling=self.spec.sampling)
+            self._capture = start_capture(endpoint, result.trace_path, say, sampling=self.spec.sampling,
+                                          context_window=self.spec.context_window)  # fmt: skip
             require_reachable(self._sandbox, self._capture)
         self._scrubber = SecretScrubber([*endpoint.secrets, self._capture.session_id])
         self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model,

@@ -71,6 +71,7 @@ class EpisodeSpec:
     capture: bool = True  # the built-in harness's model traffic through openenv's capture proxy
     run_name: str | None = None  # the run folder's exact name inside save_dir (a batch's "<task>-<attempt>")
     sampling: dict | None = None  # training's sampling policy for the capture session (--sampling); None: engine defaults
+    context_window: int | None = None  # --context-window: the served model's window (None: ask the endpoint)
 
 
 @dataclass

@@ -91,6 +91,8 @@ class CaptureRecord:
     openenv_version: str | None = None  # the openenv the sandbox's proxy ran (where="sandbox")
     openenv_from: str | None = None  # where="sandbox": "sandbox" (its own openenv) or "bundle" (the host's, uploaded)
     sampling: dict[str, Any] | None = None  # training's sampling policy on the session (--sampling); None: engine defaults
+    context_window: int | None = None  # the served model's, for the budget forecast (training/budget.py)
+    context_window_from: str | None = None  # "given" (--context-window) or "endpoint" (/v1/models max_model_len)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Sparkline, Static
 
 from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.training.budget import training_budget_line
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 from smoldata_tui.ui.training_data import (
     NO_TRAINING,
@@ -62,6 +63,8 @@ def summary_text(view: TrainingView) -> Text:
     trained = sum(turn.trained_tokens for turn in turns)
     text.append(f"{len(turns)} model call{'s' if len(turns) != 1 else ''}", "bold")
     text.append(f"  prompt {prompt:,} · completion {completion:,} · trained {trained:,} tokens\n")
+    text.append(training_budget_line(view.path, [turn.prompt_tokens for turn in turns],
+                                     [turn.completion_tokens for turn in turns]) + "\n", "dim")  # fmt: skip
     verdicts = {repr(turn.native_tool_calls) for turn in turns if turn.has_verdict}
     if verdicts:
         text.append("native_tool_calls ", "bold")
