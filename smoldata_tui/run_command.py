@@ -26,8 +26,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from smoldata_tui.fork_command import fork_line, fork_report, open_model_endpoint, prepare_fork
 from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec
-from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
+from smoldata_tui.session.model_endpoint import EndpointError
 from smoldata_tui.session.replay_divergence import describe_divergence
 from smoldata_tui.tasks import TaskError, default_task_root, load_task
 from smoldata_tui.trace import TraceAnalysis
@@ -40,6 +41,7 @@ from smoldata_tui.training.sampling import SamplingError, parse_sampling
 
 class UsageError(Exception):
     """Bad arguments: exit 2 with this message."""
+
 
 
 class HeadlessPrinter:
@@ -308,55 +310,6 @@ def _sampling_policy(args, harness: str) -> dict | None:
         raise UsageError(str(exc)) from None
 
 
-def prepare_fork(args) -> None:
-    """``--fork``: the parent, its task and the edit, settled once (k forks of a batch share them)."""
-    from smoldata_tui.session.fork import ForkError, check_step, load_parent, prepare_edit
-
-    if not getattr(args, "fork", None):
-        if getattr(args, "at_step", None) is not None or getattr(args, "edit", False):
-            raise UsageError("--at-step and --edit go with --fork EPISODE")
-        return
-    if args.at_step is None:
-        raise UsageError("--fork needs --at-step N: the first step the model answers (steps count from 1)")
-    if args.all or len(args.task or []) > 1:
-        raise UsageError("--fork runs the parent's task: no --all, at most one --task (for a parent without run.meta.json)")
-    try:
-        parent = load_parent(args.fork)
-        check_step(parent, args.at_step)
-        name = (args.task or [parent.task])[0]
-        if not name:
-            raise ForkError(f"--fork {args.fork}: no run.meta.json names its task: pass --task NAME")
-        if parent.task and name != parent.task:
-            raise ForkError(f"--fork {args.fork}: the parent ran task {parent.task!r}, not {name!r}")
-        args.task = [name]
-        args.model = args.model or parent.model  # the parent's model by default
-        args.fork_parent = parent
-        args.fork_edit = prepare_edit(parent, args.at_step, _find_task(name, args.tasks).instruction) if args.edit else None
-    except (ForkError, TaskError) as exc:
-        raise UsageError(str(exc)) from None
-
-
-def open_model_endpoint(args):
-    """The endpoint of one episode: the model, or for ``--fork`` the fork's (prepare_fork first)."""
-    parent = getattr(args, "fork_parent", None)
-    if parent is None:
-        return open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
-    from smoldata_tui.session.fork import open_fork_endpoint
-
-    return open_fork_endpoint(parent, args.at_step, model=args.model, base_url=args.base_url, api_key=args.api_key,
-                              edit=args.fork_edit)  # fmt: skip
-
-
-def fork_report(result: EpisodeResult) -> dict | None:
-    """For a fork: its record and where it parts ways with its parent (the headless line's ``fork``)."""
-    record = result.metadata.fork
-    if not record:
-        return None
-    from smoldata_tui.session.fork import fork_divergence
-
-    return {**record, **fork_divergence(record["parent"], result.trace_path)}
-
-
 def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     try:
@@ -432,11 +385,8 @@ def run_headless(spec: EpisodeSpec, out: TextIO, err: TextIO) -> int:
     for record in result.divergences:
         print(f"[replay] diverged: {describe_divergence(record, limit=160)}", file=err, flush=True)
     summary = summary_json(result, printer)
-    if (fork := summary["fork"]) is not None:
-        print(f"[fork] against {fork['parent']}: " + (f"not compared: {fork['error']}" if fork.get("error") else
-              "no difference" if fork["identical"] else
-              f"first difference at step {fork['first_step']} (forked at {fork['at_step']}); calls {fork['counts']}"),
-              file=err, flush=True)  # fmt: skip
+    if summary["fork"] is not None:
+        print(fork_line(summary["fork"]), file=err, flush=True)
     printer.print_line(json.dumps(summary, ensure_ascii=False))
     if result.error is not None:
         print(f"smoldata-tui run: {result.error}", file=err)
