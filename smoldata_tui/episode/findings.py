@@ -19,6 +19,7 @@ from smoldata_tui.trace.finding import Finding
 from smoldata_tui.training.capture_findings import capture_findings
 from smoldata_tui.training.budget import budget_findings
 from smoldata_tui.training.config_findings import sidecar_findings
+from smoldata_tui.training.ledger import ledger_findings
 from smoldata_tui.training.requests import REQUESTS_SUFFIX, read_requests
 from smoldata_tui.training.validation import training_findings
 
@@ -42,6 +43,7 @@ def episode_findings(trace_path: str | os.PathLike[str], stream_findings: list[F
     found += training_findings(path)
     found += trace_integrity_findings(path)
     found += budget_findings(path, metadata)
+    found += ledger_findings(path, metadata)
     if metadata is not None and metadata.capture:
         found += capture_findings(metadata, lambda: read_requests(sibling_path(path, REQUESTS_SUFFIX)))
     return found

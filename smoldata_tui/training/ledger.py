@@ -15,7 +15,9 @@ stream's ``tool_use`` events by id, and back. Findings (``ledger_*``):
   calls and not training turns: one info.
 * ``ledger_missing_turn``: a step, or a tool call of the stream, with no captured call (warning).
 * ``ledger_unreported_call``: a tool call in a captured completion that the stream never reported
-  (error: the seed's verdict counts the stream's calls, training trains on the completion's).
+  (error: the seed's verdict counts the stream's calls, training trains on the completion's); a
+  warning when ``opencode export`` recovered it after the episode was stopped (the third source:
+  ``run.meta.json``'s ``recovered_calls``).
 * ``ledger_rewritten_prompt``: an agent turn whose prompt does not extend the previous agent turn's
   prompt + completion (warning: the context was rewritten or compacted, or the harness re-rendered
   the earlier call differently from the tokens sampled; a new training sequence).
@@ -27,9 +29,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from smoldata_tui.session.metadata import REQUESTS_SUFFIX, TRAINING_SUFFIX, sibling_path
+from smoldata_tui.session.metadata import REQUESTS_SUFFIX, TRAINING_SUFFIX, EpisodeMetadata, sibling_path
 from smoldata_tui.trace import analyze_path
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.text import clip, neutralize
@@ -150,7 +153,8 @@ def match_steps(steps: list[StreamStep], turns: list[LedgerTurn]) -> None:
             cursor = found + 1
 
 
-def _reconcile(steps: list[StreamStep], turns: list[LedgerTurn], graph: list[GraphNode], training: list[dict]) -> list[Finding]:
+def _reconcile(steps: list[StreamStep], turns: list[LedgerTurn], graph: list[GraphNode], training: list[dict],
+               recovered: set[str]) -> list[Finding]:  # fmt: skip
     found: list[Finding] = []
 
     def add(kind: str, severity: Severity, line: int | None, event: int | None, message: str, turn: LedgerTurn | None) -> None:
@@ -182,10 +186,17 @@ def _reconcile(steps: list[StreamStep], turns: list[LedgerTurn], graph: list[Gra
             last_call = step.calls[-1]
         reported = {call.call_id for call in step.calls}
         for call_id in turn.call_ids:
-            if call_id not in reported:
+            if call_id in reported:
+                continue
+            if call_id in recovered:
+                add(UNREPORTED, Severity.WARNING, step.line, step.event,
+                    f"{name} called {_short(call_id)}, which the stream's step {step.number} never reported: the "
+                    "episode was stopped while it ran, and only opencode export recovered it (run.meta.json "
+                    "recovered_calls)", turn)  # fmt: skip
+            else:
                 add(UNREPORTED, Severity.ERROR, step.line, step.event,
-                    f"{name} called {_short(call_id)} but the stream's step {step.number} never reported that "
-                    "tool call: training trains on it, the seed's verdict does not count it", turn)  # fmt: skip
+                    f"{name} called {_short(call_id)} but the stream's step {step.number} never reported that tool "
+                    "call, nor did opencode export: training trains on it, the seed's verdict does not count it", turn)  # fmt: skip
         for call in step.calls:
             if call.call_id not in turn.call_ids:
                 add(MISSING, Severity.WARNING, call.line, call.event,
@@ -215,8 +226,9 @@ def _side_requests(trace_path: str) -> list[Finding]:
                     "or summary requests, which produce no step and are not training turns")]  # fmt: skip
 
 
-def build_ledger(trace_path: str | os.PathLike[str]) -> Ledger | None:
-    """The ledger of the episode whose trace is ``trace_path``; None without a usable run.training.json."""
+def build_ledger(trace_path: str | os.PathLike[str], recovered_calls: Iterable[object] = ()) -> Ledger | None:
+    """The ledger of the episode whose trace is ``trace_path``; None without a usable run.training.json.
+    ``recovered_calls``: ``run.meta.json``'s calls ``opencode export`` recovered after a stop."""
     path = os.fspath(trace_path)
     training = load_training_trace(sibling_path(path, TRAINING_SUFFIX))
     if training is None or not training.turns:
@@ -228,10 +240,11 @@ def build_ledger(trace_path: str | os.PathLike[str]) -> Ledger | None:
     turns = [_ledger_turn(index, turn) for index, turn in enumerate(training.turns)]
     graph = rollout_graph(training.turns)
     match_steps(steps, turns)
-    return Ledger(steps, turns, graph, _reconcile(steps, turns, graph, training.turns) + _side_requests(path))
+    recovered = {call.get("callID") for call in recovered_calls if isinstance(call, dict)}
+    return Ledger(steps, turns, graph, _reconcile(steps, turns, graph, training.turns, recovered) + _side_requests(path))
 
 
-def ledger_findings(trace_path: str | os.PathLike[str]) -> list[Finding]:
+def ledger_findings(trace_path: str | os.PathLike[str], metadata: EpisodeMetadata | None = None) -> list[Finding]:
     """The ledger's findings for ``trace_path`` (none without a training trace beside it)."""
-    ledger = build_ledger(trace_path)
+    ledger = build_ledger(trace_path, metadata.recovered_calls if metadata is not None else ())
     return [] if ledger is None else ledger.findings
