@@ -76,3 +76,54 @@ def test_a_turn_without_sampling_says_engine_defaults():
     assert "none sent: engine defaults" in turn_detail_text(summarise_turn(0, turn), None, []).plain
     asked = {"metadata": {"requested_sampling_params": {"temperature": 0.7}, "sampling_params": {}}}
     assert "temperature 0.7 → engine default" in _words(turn_detail_text(summarise_turn(0, asked), None, []).plain)
+
+
+@pytest.mark.usefixtures("opencode_bin")
+def test_an_endpoint_without_token_ids_fails_the_capture_stage_with_sampling(tmp_path, sandboxes):
+    """openenv applies a training policy only to a trainable capture (it refuses every request of
+    the session otherwise): said once, before the agent starts, instead of an agent whose every call fails."""
+    endpoint, server = replay_endpoint(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"), answer_level="text")
+    spec = EpisodeSpec(task=load_task(default_task_root() / "sales-top-region"), endpoint=endpoint,
+                       save_dir=tmp_path / "runs", timeout_s=120, sampling=parse_sampling(["temperature=0.3"]))  # fmt: skip
+    result = Episode(spec, Recorder()).run()
+    assert result.status == "error" and result.error.stage == "capture proxy", result.error
+    assert "--sampling needs an endpoint that returns token ids (capture level text)" in result.error.reason
+    assert agent_requests(server) == []  # the agent never ran
+
+
+async def test_the_launch_forms_sampling_field(tmp_path, monkeypatch):
+    """The form refuses what --sampling refuses, naming the field, and hands the policy to the episode."""
+    from textual.screen import Screen
+    from textual.widgets import Input
+
+    from smoldata_tui.ui.screens import live
+    from smoldata_tui.ui.live_app import LiveApp
+    from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
+
+    from .test_ui_helpers import wait_for
+
+    started = []
+
+    class Launched(Screen):  # stands in for the live screen: the episode itself is tested above
+        def __init__(self, spec) -> None:
+            super().__init__()
+            started.append(spec)
+
+    monkeypatch.setattr(live, "LiveScreen", Launched)
+    app = LiveApp(runs=tmp_path / "runs")
+    async with app.run_test(size=(100, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 10)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), 5)
+        app.screen.query_one("#model", Input).value = f"replay:{SAMPLES / 'clean_pass.jsonl'}"
+        app.screen.query_one("#sampling", Input).value = "temperature=0.3,top_p=0.9"
+        app.screen.query_one("#run").press()
+        await pilot.pause(0.2)
+        error = str(app.screen.query_one("#launch-error").render())
+        assert "sampling field" in error and "top_p=1.0" in error and "--" not in error, error
+        assert app.focused is app.screen.query_one("#sampling") and not started
+        app.screen.query_one("#sampling", Input).value = "temperature=0.3"
+        app.screen.query_one("#run").press()
+        await wait_for(pilot, lambda: bool(started), 10)
+        assert started[0].sampling == POLICY and started[0].capture is True
+        started[0].endpoint.close()
