@@ -70,7 +70,7 @@ def _steps_by_line(trace: Path) -> dict[int, int]:
 
 
 def _fork_cli(*args: str, editor: Path | None = None):
-    env = {"EDITOR": str(editor)} if editor else {}
+    env = {"EDITOR": str(editor), "VISUAL": str(editor)} if editor else {}  # $VISUAL wins when set
     old = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
     try:
@@ -189,6 +189,7 @@ def test_k_forks_of_one_step_are_one_group(tmp_path, opencode_bin):  # noqa: F81
     (["--fork", str(PARENT)], "--fork needs --at-step N"),
     (["--task", "sales-top-region", "--at-step", "2"], "--at-step and --edit go with --fork EPISODE"),
     (["--fork", str(PARENT), "--at-step", "2", "--task", "inventory-restock"], "the parent ran task 'sales-top-region'"),
+    (["--fork", str(PARENT), "--at-step", "2", "--tasks", str(SAMPLES)], f"no task 'sales-top-region' in {SAMPLES}"),
 ])  # fmt: skip
 def test_usage_errors_exit_2_with_a_clear_message(args, message):
     run = run_cli("run", *args, "--model", "m", "--headless", cwd=ROOT)
