@@ -170,3 +170,21 @@ def test_a_call_only_opencode_export_recovered_is_a_warning_not_an_error(tmp_pat
     found = [f for f in _check(result.trace_path) if f["severity"] != "info"]
     assert [(f["kind"], f["severity"]) for f in found] == [("ledger_unreported_call", "warning")], found
     assert recovered[0]["callID"] in found[0]["message"] and "opencode export recovered it" in found[0]["message"]
+
+
+def test_many_forged_roots_with_long_prompts_are_graphed_quickly():
+    """An agent controls how many turns it forges: 400 roots of 30,000 tokens sharing a chat
+    template's start are graphed without copying each earlier prompt (it took minutes)."""
+    import random
+    import time
+
+    from smoldata_tui.training.rollout_graph import rollout_graph
+
+    rng = random.Random(3)
+    template = [rng.randrange(1000) for _ in range(30_000)]
+    turns = [{"prompt_token_ids": template[:100] + [number] + template[100:], "completion_token_ids": [1, 2],
+              "loss_mask": [0] * 30_001 + [1, 1]} for number in range(400)]  # fmt: skip
+    started = time.monotonic()
+    graph = rollout_graph(turns)
+    assert time.monotonic() - started < 10
+    assert [node.parent for node in graph] == [None] * 400 and len({node.root for node in graph}) == 400

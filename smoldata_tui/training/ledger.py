@@ -43,7 +43,7 @@ from smoldata_tui.training.validation import as_dict, as_list, first_choice
 
 UNMATCHED, MISSING, UNREPORTED, REWRITTEN = (
     "ledger_unmatched_turn", "ledger_missing_turn", "ledger_unreported_call", "ledger_rewritten_prompt")  # fmt: skip
-_MAX_LINE = 1 << 20  # a tool_use or text line read back for its callID or text
+_MAX_LINE = 1 << 20  # a tool_use or text line read back for its callID or text; a step's text kept
 
 
 @dataclass
@@ -111,8 +111,8 @@ def read_stream_steps(trace_path: str | os.PathLike[str]) -> list[StreamStep]:
                 call_id = part.get("callID")
                 step.calls.append(StreamCall(call_id if isinstance(call_id, str) else None, str(part.get("tool") or "?"),
                                              record.line, record.index))  # fmt: skip
-            elif isinstance(part.get("text"), str):
-                step.text += part["text"]
+            elif isinstance(part.get("text"), str) and len(step.text) < _MAX_LINE:
+                step.text = (step.text + part["text"])[:_MAX_LINE]
     return [steps[number] for number in sorted(steps)]
 
 

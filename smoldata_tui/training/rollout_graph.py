@@ -46,7 +46,8 @@ def rollout_graph(turns: list[dict[str, Any]]) -> list[GraphNode]:
         parent = None
         for earlier in range(len(ends) - 1, -1, -1):
             end = ends[earlier]
-            if end and len(end) <= len(prompt) and prompt[: len(end)] == end:
+            # the last token first: a turn of another conversation fails there without copying the prefix
+            if end and len(end) <= len(prompt) and prompt[len(end) - 1] == end[-1] and prompt[: len(end)] == end:
                 parent = earlier
                 break
         parents.append(parent)
