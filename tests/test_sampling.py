@@ -16,6 +16,7 @@ from smoldata_tui.ui.training_data import summarise_turn
 from smoldata_tui.ui.widgets.training_panel import turn_detail_text
 
 from .conftest import SAMPLES, run_cli
+from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import Recorder, sandboxes  # noqa: F401 - a fixture
 from .test_training_capture import agent_requests, replay_endpoint
@@ -127,3 +128,25 @@ async def test_the_launch_forms_sampling_field(tmp_path, monkeypatch):
         await wait_for(pilot, lambda: bool(started), 10)
         assert started[0].sampling == POLICY and started[0].capture is True
         started[0].endpoint.close()
+
+
+def test_a_daytona_episode_samples_as_training_does_inside_the_sandbox(tmp_path, local_daytona):
+    """The proxy inside the sandbox (the real daytona SDK against the local Daytona server) gets the
+    policy through its config and sets it on its session as the host's proxy does."""
+    from smoldata_tui.sandbox.daytona import DaytonaSettings
+
+    from .test_daytona_episode import FAST
+
+    endpoint, server = replay_endpoint(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"))
+    spec = EpisodeSpec(task=load_task(default_task_root() / "sales-top-region"), endpoint=endpoint,
+                       save_dir=tmp_path / "runs", timeout_s=180, backend="daytona", daytona=DaytonaSettings(**FAST),
+                       sampling=parse_sampling(["temperature=0.7"]))  # fmt: skip
+    result = Episode(spec, Recorder()).run()
+    assert result.error is None and result.grade.env_reward == 1.0, result.error
+    calls = agent_requests(server)
+    assert calls and all({key: request.get(key) for key in POLICY} == {**POLICY, "temperature": 0.7} for request in calls)
+    metadata = json.loads(result.metadata_path.read_text())
+    assert metadata["capture"]["where"] == "sandbox" and metadata["capture"]["sampling"]["temperature"] == 0.7
+    turns = json.loads((result.trace_path.parent / "run.training.json").read_text())["turns"]
+    assert len(turns) == len(calls) and all(turn["metadata"]["sampling_params"]["top_k"] == -1 for turn in turns)
+    assert local_daytona.sandbox_ids() == []
