@@ -174,7 +174,8 @@ def test_a_call_only_opencode_export_recovered_is_a_warning_not_an_error(tmp_pat
 
 def test_many_forged_roots_with_long_prompts_are_graphed_quickly():
     """An agent controls how many turns it forges: 400 roots of 30,000 tokens sharing a chat
-    template's start are graphed without copying each earlier prompt (it took minutes)."""
+    template's start are graphed without copying each earlier prompt (0.13 s; 3.8 s when every
+    candidate's prefix was copied, on this 2-CPU machine at load average 2.6)."""
     import random
     import time
 
@@ -182,9 +183,10 @@ def test_many_forged_roots_with_long_prompts_are_graphed_quickly():
 
     rng = random.Random(3)
     template = [rng.randrange(1000) for _ in range(30_000)]
-    turns = [{"prompt_token_ids": template[:100] + [number] + template[100:], "completion_token_ids": [1, 2],
-              "loss_mask": [0] * 30_001 + [1, 1]} for number in range(400)]  # fmt: skip
+    # each prompt longer than every earlier prompt + completion, so each earlier one is a candidate parent
+    turns = [{"prompt_token_ids": template[:100] + [number] + template[100:] + [7] * (3 * number),
+              "completion_token_ids": [1, 2], "loss_mask": [0] * (30_001 + 3 * number) + [1, 1]} for number in range(400)]  # fmt: skip
     started = time.monotonic()
     graph = rollout_graph(turns)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 1.5
     assert [node.parent for node in graph] == [None] * 400 and len({node.root for node in graph}) == 400
