@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterable, Mapping
 
-from smoldata_tui.episode.integrity import trace_integrity_findings
+from smoldata_tui.episode.trace_rules import trace_rule_findings
 from smoldata_tui.session.metadata import EpisodeMetadata, sibling_path
 from smoldata_tui.trace.finding import Finding
 from smoldata_tui.training.capture_findings import capture_findings
-from smoldata_tui.training.budget import budget_findings
 from smoldata_tui.training.config_findings import sidecar_findings
 from smoldata_tui.training.ledger import ledger_findings
 from smoldata_tui.training.requests import REQUESTS_SUFFIX, read_requests
@@ -41,8 +40,7 @@ def episode_findings(trace_path: str | os.PathLike[str], stream_findings: list[F
     path = os.fspath(trace_path)
     found = sidecar_findings(path, metadata=metadata, tools_called=tools_called(stream_findings, calls_by_tool))
     found += training_findings(path)
-    found += trace_integrity_findings(path)
-    found += budget_findings(path, metadata)
+    found += trace_rule_findings(path, metadata)  # integrity and the budget forecast, one read
     found += ledger_findings(path, metadata)
     if metadata is not None and metadata.capture:
         found += capture_findings(metadata, lambda: read_requests(sibling_path(path, REQUESTS_SUFFIX)))

@@ -95,13 +95,15 @@ def _call_of(value: object, event: int, line: int) -> _Call | None:
     return _Call(event, line, part["tool"], state.get("status") == "completed", paths, "\n".join(strings))
 
 
-def scan_events(trace_path: str | os.PathLike[str], take) -> None:
-    """``take(value, line, event)`` for every event of a trace, as the trace engine reads it (its
-    cheapest, verdict-only pass: same lines, same event numbers as the timeline)."""
+def scan_events(trace_path: str | os.PathLike[str], *takers) -> None:
+    """``take(value, line, event)`` of each of ``takers`` for every event of a trace, as the trace
+    engine reads it (its cheapest, verdict-only pass: same lines, same event numbers as the timeline)."""
     analysis: TraceAnalysis
 
     def hook(value, line, _offset, _size, _piece) -> None:
-        take(value, line, analysis.event_count - 1)  # the hook runs once the event is counted
+        event = analysis.event_count - 1  # the hook runs once the event is counted
+        for take in takers:
+            take(value, line, event)
 
     analysis = TraceAnalysis(on_event=hook, verdict_only=True)
     with open(trace_path, "rb", buffering=0) as handle:
@@ -110,24 +112,36 @@ def scan_events(trace_path: str | os.PathLike[str], take) -> None:
     analysis.finish()
 
 
-def read_calls(trace_path: str | os.PathLike[str]) -> list[_Call]:
-    """The tool calls of a trace."""
-    calls: list[_Call] = []
+class CallReader:
+    """Takes a trace's events (:func:`scan_events`) and keeps its tool calls."""
 
-    def take(value, line, event) -> None:
+    def __init__(self) -> None:
+        self.calls: list[_Call] = []
+
+    def take(self, value: object, line: int, event: int) -> None:
         call = _call_of(value, event, line)
         if call is not None:
-            calls.append(call)
+            self.calls.append(call)
 
-    scan_events(trace_path, take)
-    return calls
+
+def read_calls(trace_path: str | os.PathLike[str]) -> list[_Call]:
+    """The tool calls of a trace."""
+    reader = CallReader()
+    scan_events(trace_path, reader.take)
+    return reader.calls
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == root or path.startswith(root + "/") for root in roots)
 
 
+_VERIFIER_HINTS = ("/tests", "/solution", "/oracle", "/logs/verifier", "grader.py", "sample_tasks/")
+
+
 def _verifier_paths(call: _Call) -> list[str]:
+    if not any(hint in call.text for hint in _VERIFIER_HINTS) and not any(
+            hint in path for path in call.paths for hint in _VERIFIER_HINTS):  # most calls: no regex
+        return []
     spelled = [*call.paths, *(_resolve(path) for path in _ABSOLUTE.findall(call.text))] if call.tool == "bash" else call.paths
     found = [path for path in spelled if _under(path, _VERIFIER_ROOTS) or posixpath.basename(path) == "grader.py"
              or "/sample_tasks/" in path and re.search(r"/(?:tests|solution)(?:/|$)", path)]  # fmt: skip
@@ -141,7 +155,7 @@ def _answer_write(call: _Call) -> bool:
         return False
     if call.tool in _WRITE_TOOLS:
         return any(posixpath.basename(path) == ANSWER_NAME for path in call.paths)
-    return call.tool == "bash" and bool(_ANSWER_WRITE.search(call.text))
+    return call.tool == "bash" and ANSWER_NAME in call.text and bool(_ANSWER_WRITE.search(call.text))
 
 
 def _answer_check(call: _Call) -> bool:
@@ -149,7 +163,7 @@ def _answer_check(call: _Call) -> bool:
         return False
     if call.tool == "read":
         return any(posixpath.basename(path) == ANSWER_NAME for path in call.paths)
-    return call.tool == "bash" and bool(_ANSWER_READ.search(call.text))
+    return call.tool == "bash" and ANSWER_NAME in call.text and bool(_ANSWER_READ.search(call.text))
 
 
 def _looks_at_data(call: _Call) -> bool:
@@ -163,7 +177,7 @@ def _looks_at_data(call: _Call) -> bool:
 def _outside_writes(call: _Call) -> list[str]:
     if call.tool in _WRITE_TOOLS:
         targets = call.paths
-    elif call.tool == "bash":
+    elif call.tool == "bash" and (">" in call.text or "tee" in call.text):
         targets = [_resolve(path) for path in _REDIRECT.findall(call.text)]
     else:
         return []

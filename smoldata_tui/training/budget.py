@@ -44,26 +44,31 @@ def _count(value: object) -> int:
     return value if type(value) is int and 0 <= value < 1 << 53 else 0
 
 
-def step_tokens(trace_path: str | os.PathLike[str]) -> list[StepTokens]:
-    """Each finished step's prompt and completion tokens as OpenCode reported them."""
-    found: list[StepTokens] = []
-    step = 0
+class StepReader:
+    """Takes a trace's events (:func:`scan_events`) and keeps each finished step's prompt and
+    completion tokens as OpenCode reported them."""
 
-    def take(value, line, event) -> None:
-        nonlocal step
+    def __init__(self) -> None:
+        self.steps: list[StepTokens] = []
+        self._step = 0
+
+    def take(self, value: object, line: int, event: int) -> None:
         if type(value) is not dict:
             return
         if value.get("type") == "step_start":
-            step += 1
+            self._step += 1
         elif value.get("type") == "step_finish":
             part = value.get("part") if isinstance(value.get("part"), dict) else {}
             tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
             cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-            found.append(StepTokens(step, line, event, _count(tokens.get("input")) + _count(cache.get("read")),
-                                    _count(tokens.get("output")) + _count(tokens.get("reasoning"))))  # fmt: skip
+            self.steps.append(StepTokens(self._step, line, event, _count(tokens.get("input")) + _count(cache.get("read")),
+                                         _count(tokens.get("output")) + _count(tokens.get("reasoning"))))  # fmt: skip
 
-    scan_events(trace_path, take)
-    return found
+
+def step_tokens(trace_path: str | os.PathLike[str]) -> list[StepTokens]:
+    reader = StepReader()
+    scan_events(trace_path, reader.take)
+    return reader.steps
 
 
 def context_window_of(metadata: EpisodeMetadata | None) -> int | None:
