@@ -11,8 +11,9 @@ stream's ``tool_use`` events by id, and back. Findings (``ledger_*``):
 
 * ``ledger_unmatched_turn``: a turn no step came from. With tools offered it is not OpenCode's title
   or summary request: error, a call of unknown origin (an agent posting to the capture proxy itself
-  forges such turns). Requests without tools (``run.requests.jsonl``) are OpenCode's own side
-  calls and not training turns: one info.
+  forges such turns); info when the turn offered no tools (an auxiliary call). Requests without
+  tools in ``run.requests.jsonl`` are OpenCode's own title or summary requests, which openenv keeps
+  out of the file: counted (:attr:`Ledger.side_requests`), not a finding, so an honest run has none.
 * ``ledger_missing_turn``: a step, or a tool call of the stream, with no captured call (warning).
 * ``ledger_unreported_call``: a tool call in a captured completion that the stream never reported
   (error: the seed's verdict counts the stream's calls, training trains on the completion's); a
@@ -85,6 +86,7 @@ class Ledger:
     turns: list[LedgerTurn]
     graph: list[GraphNode]
     findings: list[Finding]
+    side_requests: int = 0  # requests without tools: OpenCode's title or summary requests
 
 
 def _short(text: object, limit: int = 48) -> str:
@@ -216,14 +218,11 @@ def _reconcile(steps: list[StreamStep], turns: list[LedgerTurn], graph: list[Gra
     return found
 
 
-def _side_requests(trace_path: str) -> list[Finding]:
+def side_request_count(trace_path: str) -> int:
+    """Requests without tools in ``run.requests.jsonl``: OpenCode's own title or summary requests,
+    which produce no step and which openenv leaves out of the training record (not a finding)."""
     requests = read_requests(sibling_path(trace_path, REQUESTS_SUFFIX)) or []
-    side = sum(1 for request in requests if not request.get("tools"))
-    if not side:
-        return []
-    return [Finding(UNMATCHED, Severity.INFO, None, None,
-                    f"{side} request(s) without tools reached the model (run.requests.jsonl): OpenCode's own title "
-                    "or summary requests, which produce no step and are not training turns")]  # fmt: skip
+    return sum(1 for request in requests if not request.get("tools"))
 
 
 def build_ledger(trace_path: str | os.PathLike[str], recovered_calls: Iterable[object] = ()) -> Ledger | None:
@@ -241,7 +240,7 @@ def build_ledger(trace_path: str | os.PathLike[str], recovered_calls: Iterable[o
     graph = rollout_graph(training.turns)
     match_steps(steps, turns)
     recovered = {call.get("callID") for call in recovered_calls if isinstance(call, dict)}
-    return Ledger(steps, turns, graph, _reconcile(steps, turns, graph, training.turns, recovered) + _side_requests(path))
+    return Ledger(steps, turns, graph, _reconcile(steps, turns, graph, training.turns, recovered), side_request_count(path))
 
 
 def ledger_findings(trace_path: str | os.PathLike[str], metadata: EpisodeMetadata | None = None) -> list[Finding]:

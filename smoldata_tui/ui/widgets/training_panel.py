@@ -92,7 +92,10 @@ def ledger_summary(view: TrainingView) -> Text:
     if serious:
         text.append(f" · {len(serious)} warning/error finding(s)", "$warning")
     roots = len({node.root for node in ledger.graph})
-    text.append(f" · rollout graph: {roots} root{'s' if roots != 1 else ''}\n")
+    text.append(f" · rollout graph: {roots} root{'s' if roots != 1 else ''}")
+    if ledger.side_requests:
+        text.append(f" · {ledger.side_requests} request(s) without tools (OpenCode's title or summary): not turns", "dim")
+    text.append("\n")
     return text
 
 
