@@ -150,3 +150,18 @@ def test_a_daytona_episode_samples_as_training_does_inside_the_sandbox(tmp_path,
     turns = json.loads((result.trace_path.parent / "run.training.json").read_text())["turns"]
     assert len(turns) == len(calls) and all(turn["metadata"]["sampling_params"]["top_k"] == -1 for turn in turns)
     assert local_daytona.sandbox_ids() == []
+
+
+def test_a_batch_gives_every_episode_the_policy(tmp_path):
+    """A batch's episodes are copies of its template spec: the policy is on it once, checked once."""
+    from smoldata_tui.batch_command import batch_plan
+    from smoldata_tui.cli import _parser
+
+    args = _parser().parse_args(["run", "--task", "sales-top-region", "--task", "inventory-restock", "--attempts", "2",
+                                 "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}", "--save", str(tmp_path),
+                                 "--sampling", "temperature=0.3"])  # fmt: skip
+    plan = batch_plan(args)
+    assert plan.template.sampling == POLICY and len(plan.tasks) == 2
+    args.sampling = ["temperature=0.3", "top_k=50"]
+    with pytest.raises(Exception, match="top_k=-1"):
+        batch_plan(args)
