@@ -190,3 +190,32 @@ def test_many_forged_roots_with_long_prompts_are_graphed_quickly():
     graph = rollout_graph(turns)
     assert time.monotonic() - started < 1.5
     assert [node.parent for node in graph] == [None] * 400 and len({node.root for node in graph}) == 400
+
+
+def test_a_prompt_that_does_not_extend_the_previous_turn_is_a_rewritten_prompt(episodes, tmp_path):
+    copy = tmp_path / "episode"
+    shutil.copytree(episodes["honest"].parent, copy)
+    training = copy / "run.training.json"
+    document = json.loads(training.read_text())
+    for later in document["turns"][2:]:  # the context rewritten at token 500 from turn 3 on
+        later["prompt_token_ids"][500] += 1
+    training.write_text(json.dumps(document))
+    found = [f for f in _check(copy / "run.jsonl") if f["severity"] != "info"]
+    assert [(f["kind"], f["line"]) for f in found] == [("ledger_rewritten_prompt", 7)], found  # step 3's start
+    assert "turn 3" in found[0]["message"] and "keeps the first 500 of" in found[0]["message"]
+
+
+def test_the_gutter_draws_roots_forks_and_excluded_turns():
+    from smoldata_tui.training.rollout_graph import gutter, rollout_graph
+
+    def turn(prompt: list[int], completion: list[int], index: int, trained: bool = True) -> dict:
+        return {"prompt_token_ids": prompt, "completion_token_ids": completion, "metadata": {"index": index},
+                "loss_mask": [0] * len(prompt) + [int(trained)] * len(completion)}  # fmt: skip
+
+    turns = [turn([1, 2], [3], 1), turn([1, 2, 3, 4], [5], 2), turn([1, 2, 3, 4], [6], 3, trained=False),
+             turn([9, 9], [8], 5), turn([1, 2, 3, 4, 5, 7], [0], 6)]  # fmt: skip
+    graph = rollout_graph(turns)
+    assert [node.parent for node in graph] == [None, 0, 0, None, 1]
+    assert [gutter(graph, index) for index in range(5)] == ["A●", "A├", "A├", "B●", "A│"]
+    assert [node.excluded for node in graph] == [False, False, True, False, False]
+    assert [node.skipped_before for node in graph] == [1, 0, 0, 1, 0]  # capture calls 0 and 4 are not in the file
