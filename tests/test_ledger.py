@@ -219,3 +219,20 @@ def test_the_gutter_draws_roots_forks_and_excluded_turns():
     assert [gutter(graph, index) for index in range(5)] == ["A●", "A├", "A├", "B●", "A│"]
     assert [node.excluded for node in graph] == [False, False, True, False, False]
     assert [node.skipped_before for node in graph] == [1, 0, 0, 1, 0]  # capture calls 0 and 4 are not in the file
+
+
+def test_turns_that_arrive_while_a_task_call_runs_are_a_subagents_warnings(episodes, tmp_path):
+    """The forging episode with its bash call renamed task: the same three turns are then what a
+    subagent's calls look like (the stream shows the parent session only)."""
+    copy = tmp_path / "episode"
+    shutil.copytree(episodes["forged"].parent, copy)
+    trace = copy / "run.jsonl"
+    lines = trace.read_text().splitlines(keepends=True)
+    event = json.loads(lines[1])
+    assert event["type"] == "tool_use" and event["part"]["tool"] == "bash"
+    event["part"]["tool"] = "task"
+    lines[1] = json.dumps(event) + "\n"
+    trace.write_text("".join(lines))
+    unmatched = [f for f in _check(trace) if f["kind"] == "ledger_unmatched_turn"]
+    assert [(f["severity"], f["line"]) for f in unmatched] == [("warning", 2)] * 3, unmatched
+    assert all("the subagent's call" in f["message"] for f in unmatched)

@@ -11,7 +11,8 @@ stream's ``tool_use`` events by id, and back. Findings (``ledger_*``):
 
 * ``ledger_unmatched_turn``: a turn no step came from. With tools offered it is not OpenCode's title
   or summary request: error, a call of unknown origin (an agent posting to the capture proxy itself
-  forges such turns); info when the turn offered no tools (an auxiliary call). Requests without
+  forges such turns); a warning when it arrived while a ``task`` call ran (a subagent's call: the
+  stream shows the parent session only); info when the turn offered no tools (an auxiliary call). Requests without
   tools in ``run.requests.jsonl`` are OpenCode's own title or summary requests, which openenv keeps
   out of the file: counted (:attr:`Ledger.side_requests`), not a finding, so an honest run has none.
 * ``ledger_missing_turn``: a step, or a tool call of the stream, with no captured call (warning).
@@ -173,7 +174,13 @@ def _reconcile(steps: list[StreamStep], turns: list[LedgerTurn], graph: list[Gra
         step = by_number.get(turn.step) if turn.step is not None else None
         if step is None:
             extends = "extends no earlier turn" if node.parent is None else f"extends turn {node.parent + 1}"
-            if turn.tools_offered:
+            if turn.tools_offered and last_call is not None and last_call.tool == "task":
+                # OpenCode's run stream shows the parent session only: a subagent's calls have no steps there
+                add(UNMATCHED, Severity.WARNING, last_call.line, last_call.event,
+                    f"{name} arrived while the task call on line {last_call.line} ran and no step of the stream came "
+                    f"from it: the subagent's call (its prompt {extends}), which the stream does not show; training "
+                    "would learn from it as a conversation of its own", turn)  # fmt: skip
+            elif turn.tools_offered:
                 where = f" while the {_short(last_call.tool, 20)} call on line {last_call.line} ran" if last_call else ""
                 add(UNMATCHED, Severity.ERROR, last_call.line if last_call else None, last_call.event if last_call else None,
                     f"{name} arrived at the capture proxy{where} but no step of the stream came from it: a model call "
