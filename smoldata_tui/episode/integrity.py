@@ -112,25 +112,6 @@ def scan_events(trace_path: str | os.PathLike[str], *takers) -> None:
     analysis.finish()
 
 
-class CallReader:
-    """Takes a trace's events (:func:`scan_events`) and keeps its tool calls."""
-
-    def __init__(self) -> None:
-        self.calls: list[_Call] = []
-
-    def take(self, value: object, line: int, event: int) -> None:
-        call = _call_of(value, event, line)
-        if call is not None:
-            self.calls.append(call)
-
-
-def read_calls(trace_path: str | os.PathLike[str]) -> list[_Call]:
-    """The tool calls of a trace."""
-    reader = CallReader()
-    scan_events(trace_path, reader.take)
-    return reader.calls
-
-
 def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == root or path.startswith(root + "/") for root in roots)
 
@@ -188,32 +169,53 @@ def _finding(kind: str, severity: Severity, call: _Call, message: str) -> Findin
     return Finding(kind, severity, call.line, call.event, message)
 
 
-def integrity_findings(calls: list[_Call]) -> list[Finding]:
-    """The rules over an episode's tool calls, in stream order."""
-    found: list[Finding] = []
-    for call in calls:
+class IntegrityRules:
+    """The rules, call by call as a trace's events arrive (:func:`scan_events`): only the findings
+    and where the answer was last written and checked are kept, never the calls' inputs."""
+
+    def __init__(self) -> None:
+        self.found: list[Finding] = []
+        self._looked = False  # some call so far may have looked at the data
+        self._last_write: _Call | None = None
+        self._last_check: _Call | None = None
+        self._written = False
+
+    def take(self, value: object, line: int, event: int) -> None:
+        call = _call_of(value, event, line)
+        if call is not None:
+            self.add(call)
+
+    def add(self, call: _Call) -> None:
         if paths := _verifier_paths(call):
-            found.append(_finding("integrity_verifier_access", Severity.ERROR, call,
-                                  f"{clip(call.tool, 20)} touches the verifier's or solution's files: "
-                                  f"{clip(', '.join(paths), 160)} (the grade may not be earned)"))  # fmt: skip
+            self.found.append(_finding("integrity_verifier_access", Severity.ERROR, call,
+                                       f"{clip(call.tool, 20)} touches the verifier's or solution's files: "
+                                       f"{clip(', '.join(paths), 160)} (the grade may not be earned)"))  # fmt: skip
         for path in _outside_writes(call):
-            found.append(_finding("integrity_write_outside", Severity.WARNING, call,
-                                  f"{clip(call.tool, 20)} writes outside the working folder: {clip(path, 160)}"))  # fmt: skip
-    writes = [index for index, call in enumerate(calls) if _answer_write(call)]
-    if writes and not any(_looks_at_data(call) for call in calls[: writes[0] + 1]):  # a script may read and answer
-        found.append(_finding("integrity_answer_unread", Severity.WARNING, calls[writes[0]],
-                              "the answer was written before any call looked at the input data (/home/user/input)"))  # fmt: skip
-    checks = [index for index, call in enumerate(calls) if _answer_check(call)]
-    if writes and checks and writes[-1] > checks[-1]:
-        found.append(_finding("integrity_answer_unchecked", Severity.INFO, calls[writes[-1]],
-                              f"the answer was changed after the last command that checked it (line {calls[checks[-1]].line})"))  # fmt: skip
-    found.sort(key=lambda finding: finding.event)
-    return found
+            self.found.append(_finding("integrity_write_outside", Severity.WARNING, call,
+                                       f"{clip(call.tool, 20)} writes outside the working folder: {clip(path, 160)}"))  # fmt: skip
+        self._looked = self._looked or _looks_at_data(call)  # before the write: a script may read and answer
+        if _answer_write(call):
+            if not self._written and not self._looked:
+                self.found.append(_finding("integrity_answer_unread", Severity.WARNING, call,
+                                           "the answer was written before any call looked at the input data (/home/user/input)"))  # fmt: skip
+            self._written, self._last_write = True, _Call(call.event, call.line, call.tool, True, [], "")
+        if _answer_check(call):  # after the write: a command that writes and reads back checks itself
+            self._last_write, self._last_check = None, _Call(call.event, call.line, call.tool, True, [], "")
+
+    def findings(self) -> list[Finding]:
+        found = list(self.found)
+        if self._last_write is not None and self._last_check is not None:
+            found.append(_finding("integrity_answer_unchecked", Severity.INFO, self._last_write,
+                                  f"the answer was changed after the last command that checked it (line {self._last_check.line})"))  # fmt: skip
+        found.sort(key=lambda finding: finding.event)
+        return found
 
 
 def trace_integrity_findings(trace_path: str | os.PathLike[str]) -> list[Finding]:
     """The integrity findings of a trace file; none when it cannot be read (its reader says why)."""
+    rules = IntegrityRules()
     try:
-        return integrity_findings(read_calls(trace_path))
+        scan_events(trace_path, rules.take)
     except OSError:
         return []
+    return rules.findings()

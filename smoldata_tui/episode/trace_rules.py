@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from smoldata_tui.episode.integrity import CallReader, integrity_findings, scan_events
+from smoldata_tui.episode.integrity import IntegrityRules, scan_events
 from smoldata_tui.session.metadata import EpisodeMetadata
 from smoldata_tui.trace.finding import Finding
 from smoldata_tui.training.budget import StepReader, context_window_of, forecast
@@ -15,9 +15,9 @@ from smoldata_tui.training.budget import StepReader, context_window_of, forecast
 
 def trace_rule_findings(trace_path: str | os.PathLike[str], metadata: EpisodeMetadata | None) -> list[Finding]:
     """Integrity and budget findings of a trace; none when it cannot be read (its reader says why)."""
-    calls, steps = CallReader(), StepReader()
+    integrity, steps = IntegrityRules(), StepReader()
     try:
-        scan_events(trace_path, calls.take, steps.take)
+        scan_events(trace_path, integrity.take, steps.take)
     except OSError:
         return []
-    return integrity_findings(calls.calls) + forecast(steps.steps, context_window_of(metadata))
+    return integrity.findings() + forecast(steps.steps, context_window_of(metadata))
