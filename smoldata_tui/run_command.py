@@ -4,8 +4,9 @@ Stage progress goes to stderr, events to stdout. The last stdout line is a JSON 
 ``task``, ``status``, ``exit_code``, ``native_tool_calls``, ``findings`` (counts by severity),
 ``grade`` (``env_reward``, or null with the grader error), ``trace`` (the saved path), for a
 replay ``divergences`` (one line per place the replay stopped matching its recording),
-``capture_level``, ``capture_failed`` (why the capture proxy could not start, or null) and
-``training_trace`` (``run.training.json``'s path, or null).
+``capture_level``, ``capture_failed`` (why the capture proxy could not start, or null),
+``training_trace`` (``run.training.json``'s path, or null), ``sampling`` (``--sampling``'s policy,
+or null) and ``context_window`` (or null).
 Exit 0 when the agent finished and its answer was graded (whatever the grade), 1 when not (a
 timeout, a cancel, an infrastructure failure said in one line, a grader that could not grade),
 2 for usage errors. SIGTERM, SIGHUP, SIGINT (exit 130) and a closed stdout (``| head``) stop the
@@ -157,6 +158,8 @@ def summary_json(result: EpisodeResult, printer: HeadlessPrinter) -> dict:
         "capture_level": result.metadata.capture.get("level"),  # null with --no-capture, or when capture failed
         "capture_failed": result.metadata.capture.get("failed"),  # why the capture proxy could not start, else null
         "training_trace": str(result.trace_path.with_name(training)) if (training := result.metadata.capture.get("training_trace")) else None,
+        "sampling": result.metadata.capture.get("sampling"),  # training's policy on the capture session, or null (engine defaults)
+        "context_window": result.metadata.capture.get("context_window"),  # for the budget forecast, or null (unknown)
         "recovered_calls": len(result.recovered),
         "divergences": [describe_divergence(record) for record in result.divergences],
         "caps_hit": list(result.metadata.caps_hit),

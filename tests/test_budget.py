@@ -105,9 +105,11 @@ def test_a_bad_context_window_is_a_usage_error(tmp_path, option, said):
 def test_a_live_run_with_a_small_window_names_the_turns_training_would_cut(tmp_path):
     """The real OpenCode through the capture proxy, the replay model; its prompts are ~9,000 tokens."""
     done = run_cli("run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'real' / 'passing_run.jsonl'}",
-                   "--headless", "--save", str(tmp_path), "--context-window", "9100", timeout=300)  # fmt: skip
+                   "--headless", "--save", str(tmp_path), "--context-window", "9100", "--sampling", "temperature=0.5",
+                   timeout=300)  # fmt: skip
     final = json.loads(done.stdout.splitlines()[-1])
     assert done.returncode == 0, done.stderr[-2000:]
+    assert final["context_window"] == 9100 and final["sampling"]["temperature"] == 0.5 and final["sampling"]["top_p"] == 1.0
     assert "context window 9,100 tokens (given)" in done.stderr
     run_dir = Path(final["trace"]).parent
     capture = json.loads((run_dir / "run.meta.json").read_text())["capture"]
