@@ -163,3 +163,23 @@ async def test_home_lists_the_tasks_and_the_launch_form_starts_a_live_run(tmp_pa
         assert "capture off" in str(live_screen(app).query_one("#live-header").render())
         assert result.trace_path.parent.parent == tmp_path / "runs"
         assert sandbox_dirs(sandboxes) == []
+
+
+async def test_at_80x24_the_launch_form_shows_its_task_every_field_and_the_run_button(tmp_path):
+    from textual.widgets import Button
+
+    from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
+
+    app = LiveApp(runs=tmp_path / "runs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 10)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), 5)
+        await pilot.pause(0.2)
+        form = app.screen
+        shown = "\n".join(strip.text for strip in form._compositor.render_strips())
+        assert f"Run {form.launch_task.name}" in shown
+        for label in ("backend", "model", "base URL", "API key", "timeout", "harness", "capture", "sampling"):
+            assert label in shown, label
+        run = form.query_one("#run", Button)
+        assert run.region.bottom <= 24 and run.region.height > 0 and "Run" in shown  # on screen, no scrolling

@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
 
@@ -131,13 +131,16 @@ class LaunchForm(ModalScreen[None]):
     """Backend, model, endpoint, timeout, harness, capture. The key field is a password field, never echoed."""
 
     BINDINGS = [Binding("escape", "dismiss_form", "Back")]
+    # One row a field (compact widgets, the hint in each placeholder) and the buttons outside the
+    # fields' scroll area, so that 80x24 shows the task, every field and Run at once.
     DEFAULT_CSS = """
     LaunchForm { align: center middle; }
-    LaunchForm > Vertical { width: 90; max-width: 100%; height: auto; max-height: 100%; overflow-y: auto;
-                            padding: 1 2; border: thick $accent; background: $surface; }
-    LaunchForm Input, LaunchForm Select { margin-bottom: 1; }
+    LaunchForm > #launch { width: 100; max-width: 100%; height: auto; max-height: 100%;
+                           padding: 0 1; border: thick $accent; background: $surface; }
+    LaunchForm #launch-fields { height: auto; max-height: 1fr; }
+    LaunchForm #launch-grid { grid-size: 2; grid-columns: 11 1fr; grid-rows: 1; grid-gutter: 1 1; height: auto; }
     LaunchForm #launch-error { color: $error; height: auto; }
-    LaunchForm Horizontal { height: auto; }
+    LaunchForm #launch-buttons { height: auto; margin-top: 1; }
     """
 
     def __init__(self, task: Task, runs: Path) -> None:
@@ -146,32 +149,37 @@ class LaunchForm(ModalScreen[None]):
         self.runs = runs
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        harnesses = [("built-in driver (opencode_env's configuration)", "builtin")]
+        if opencode_env_available():
+            harnesses.append(("opencode_env's OpenCodeSessionFactory, with its logging proxy", "opencode-env"))
+        with Vertical(id="launch"):
             yield Label(Text(f"Run {self.launch_task.name}", style="bold"))
-            yield Label("backend")
-            yield Select([("local (bubblewrap)", "local"), ("daytona (needs DAYTONA_API_KEY)", "daytona")],
-                         value="local", allow_blank=False, id="backend")  # fmt: skip
-            yield Label("model (a name at the endpoint, or replay:TRACE for the replay model)")
-            yield Input(placeholder="e.g. Qwen/Qwen3-8B or replay:sample_traces/real/passing_run.jsonl", id="model")
-            yield Label("base URL (empty: $SANDBOX_VLLM_URL + /v1)")
-            yield Input(placeholder=os.environ.get("SANDBOX_VLLM_URL", "") and "from $SANDBOX_VLLM_URL", id="base-url")
-            yield Label("API key (empty: $SANDBOX_VLLM_KEY; never shown or saved)")
-            yield Input(password=True, id="api-key")
-            yield Label("timeout, seconds")
-            yield Input("600", id="timeout", type="number")
-            yield Label("harness")
-            harnesses = [("built-in driver (opencode_env's configuration)", "builtin")]
-            if opencode_env_available():
-                harnesses.append(("opencode_env's OpenCodeSessionFactory, with its logging proxy", "opencode-env"))
-            yield Select(harnesses, value="builtin", allow_blank=False, id="harness")
-            yield Label("capture (built-in driver)")
-            yield Select([("on: through openenv's capture proxy, in training's policy (run.training.json)", "on"),
-                          ("off: OpenCode talks straight to the endpoint, as --no-capture", "off")],
-                         value="on", allow_blank=False, id="capture")  # fmt: skip
-            yield Label("sampling (empty: none sent, the engine's defaults; training's policy: temperature=T)")
-            yield Input(placeholder="e.g. temperature=0.7", id="sampling")
+            with VerticalScroll(id="launch-fields"), Grid(id="launch-grid"):
+                yield Label("backend")
+                yield Select([("local (bubblewrap)", "local"), ("daytona (needs DAYTONA_API_KEY)", "daytona")],
+                             value="local", allow_blank=False, id="backend", compact=True)  # fmt: skip
+                yield Label("model")
+                yield Input(placeholder="a name at the endpoint, or replay:TRACE (the replay model)", id="model",
+                            compact=True)  # fmt: skip
+                yield Label("base URL")
+                yield Input(placeholder=os.environ.get("SANDBOX_VLLM_URL", "") and "empty: $SANDBOX_VLLM_URL + /v1"
+                            or "empty: $SANDBOX_VLLM_URL + /v1", id="base-url", compact=True)  # fmt: skip
+                yield Label("API key")
+                yield Input(placeholder="empty: $SANDBOX_VLLM_KEY (never shown or saved)", password=True, id="api-key",
+                            compact=True)  # fmt: skip
+                yield Label("timeout, s")
+                yield Input("600", id="timeout", type="number", compact=True)
+                yield Label("harness")
+                yield Select(harnesses, value="builtin", allow_blank=False, id="harness", compact=True)
+                yield Label("capture")
+                yield Select([("on: openenv's capture proxy, training's policy (run.training.json)", "on"),
+                              ("off: OpenCode talks straight to the endpoint, as --no-capture", "off")],
+                             value="on", allow_blank=False, id="capture", compact=True)  # fmt: skip
+                yield Label("sampling")
+                yield Input(placeholder="empty: the engine's defaults; training's policy: temperature=T", id="sampling",
+                            compact=True)  # fmt: skip
             yield ThemedStatic("", id="launch-error")
-            with Horizontal():
+            with Horizontal(id="launch-buttons"):
                 yield Button("Run", id="run", variant="primary")
                 yield Button("Back", id="back")
 
