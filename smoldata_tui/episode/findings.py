@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterable, Mapping
 
-from smoldata_tui.episode.trace_rules import trace_rule_findings
+from smoldata_tui.episode.trace_rules import TraceRules, trace_rule_findings
 from smoldata_tui.session.metadata import EpisodeMetadata, sibling_path
 from smoldata_tui.trace.finding import Finding
 from smoldata_tui.training.capture_findings import capture_findings
@@ -34,13 +34,15 @@ def tools_called(stream_findings: Iterable[Finding], calls_by_tool: Mapping[str,
 
 
 def episode_findings(trace_path: str | os.PathLike[str], stream_findings: list[Finding],
-                     calls_by_tool: Mapping[str, int], metadata: EpisodeMetadata | None) -> list[Finding]:  # fmt: skip
+                     calls_by_tool: Mapping[str, int], metadata: EpisodeMetadata | None,
+                     rules: TraceRules | None = None) -> list[Finding]:  # fmt: skip
     """The findings to add to the stream's (``stream_findings``, ``calls_by_tool`` from its
-    analysis) for the episode whose trace is ``trace_path`` and metadata ``metadata``."""
+    analysis) for the episode whose trace is ``trace_path`` and metadata ``metadata``; ``rules``:
+    the trace rules, when that analysis fed them (else they read the trace themselves)."""
     path = os.fspath(trace_path)
     found = sidecar_findings(path, metadata=metadata, tools_called=tools_called(stream_findings, calls_by_tool))
     found += training_findings(path)
-    found += trace_rule_findings(path, metadata)  # integrity and the budget forecast, one read
+    found += trace_rule_findings(path, metadata, rules)  # integrity and the budget forecast
     found += ledger_findings(path, metadata)
     if metadata is not None and metadata.capture:
         found += capture_findings(metadata, lambda: read_requests(sibling_path(path, REQUESTS_SUFFIX)))

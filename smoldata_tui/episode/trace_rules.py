@@ -13,11 +13,37 @@ from smoldata_tui.trace.finding import Finding
 from smoldata_tui.training.budget import StepReader, context_window_of, forecast
 
 
-def trace_rule_findings(trace_path: str | os.PathLike[str], metadata: EpisodeMetadata | None) -> list[Finding]:
-    """Integrity and budget findings of a trace; none when it cannot be read (its reader says why)."""
-    integrity, steps = IntegrityRules(), StepReader()
-    try:
-        scan_events(trace_path, integrity.take, steps.take)
-    except OSError:
-        return []
-    return integrity.findings() + forecast(steps.steps, context_window_of(metadata))
+class TraceRules:
+    """The rules' state for one trace. Fed by :meth:`hook` as the trace engine's ``on_event`` during
+    the analysis ``check`` and the fleet make anyway (one parse of every line, not two), or by a
+    pass of its own (:func:`trace_rule_findings` without ``rules``)."""
+
+    def __init__(self) -> None:
+        self.integrity, self.steps = IntegrityRules(), StepReader()
+        self.analysis = None  # the TraceAnalysis whose events feed the rules (its event count numbers them)
+
+    def hook(self, value, line, _offset, _size, _piece) -> None:
+        # Every event of every trace of a fleet passes here: only the three kinds the rules read go on.
+        if type(value) is not dict:
+            return
+        kind = value.get("type")
+        if kind == "tool_use":
+            self.integrity.take(value, line, self.analysis.event_count - 1)  # counted before the hook runs
+        elif kind == "step_start" or kind == "step_finish":
+            self.steps.take(value, line, self.analysis.event_count - 1)
+
+    def findings(self, metadata: EpisodeMetadata | None) -> list[Finding]:
+        return self.integrity.findings() + forecast(self.steps.steps, context_window_of(metadata))
+
+
+def trace_rule_findings(trace_path: str | os.PathLike[str], metadata: EpisodeMetadata | None,
+                        rules: TraceRules | None = None) -> list[Finding]:  # fmt: skip
+    """Integrity and budget findings of a trace (from ``rules`` when the caller's analysis fed
+    them); none when it cannot be read (its reader says why)."""
+    if rules is None:
+        rules = TraceRules()
+        try:
+            scan_events(trace_path, rules.integrity.take, rules.steps.take)
+        except OSError:
+            return []
+    return rules.findings(metadata)

@@ -6,6 +6,7 @@ Kept apart so a forkserver can preload it (and through it the whole engine) once
 from __future__ import annotations
 
 from smoldata_tui.episode.findings import episode_findings
+from smoldata_tui.episode.trace_rules import TraceRules
 from smoldata_tui.fleet.summary import EpisodeSummary, fill_metadata, from_report, unreadable
 from smoldata_tui.session.metadata import METADATA_SUFFIX, sibling_path
 from smoldata_tui.session.metadata_reader import load_metadata
@@ -24,8 +25,12 @@ def analyze_trace(
     The one place ``check`` and the fleet get a trace's report: findings from elsewhere (the
     episode's sidecar files) belong here, before the summary counts them.
     """
+    rules = None if big else TraceRules()  # fed by this parse; a big trace's parts are read elsewhere
     try:
-        report = analyze_path_parallel(path) if big else analyze_path(path)[0]
+        if big:
+            report = analyze_path_parallel(path)
+        else:
+            report = analyze_path(path, rider=rules)[0]
         report = account_for_export(path, report)  # an `opencode export` document is said to be one
     except OSError as exc:
         report, summary = None, unreadable(path, exc)
@@ -36,7 +41,7 @@ def analyze_trace(
     problems = []
     metadata = load_metadata(sibling_path(path, METADATA_SUFFIX), problems)
     # the episode's configuration, when its sidecars sit beside it
-    report.findings.extend(episode_findings(path, report.findings, report.stats.calls_by_tool, metadata))
+    report.findings.extend(episode_findings(path, report.findings, report.stats.calls_by_tool, metadata, rules))
     summary = from_report(path, report)
     if with_metadata:
         fill_metadata(summary, metadata, problems)

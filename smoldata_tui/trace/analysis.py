@@ -363,9 +363,15 @@ def analyze_bytes(data: bytes, *, keep_events: bool = False) -> tuple[TraceRepor
     return analysis.finish(), analysis
 
 
-def analyze_path(path: str | os.PathLike[str], *, keep_events: bool = False) -> tuple[TraceReport, TraceAnalysis]:
-    """Stream a trace file through the analysis (OSError propagates to the caller)."""
-    analysis = TraceAnalysis(keep_events=keep_events)
+def analyze_path(path: str | os.PathLike[str], *, keep_events: bool = False,
+                 rider=None) -> tuple[TraceReport, TraceAnalysis]:  # fmt: skip
+    """Stream a trace file through the analysis (OSError propagates to the caller). ``rider``: rules
+    that ride on this one parse of every line, an object with ``hook`` (the analysis's
+    ``on_event``) whose ``analysis`` is set to it before the first line (its event count numbers
+    the events the hook sees)."""
+    analysis = TraceAnalysis(keep_events=keep_events, on_event=rider.hook if rider is not None else None)
+    if rider is not None:
+        rider.analysis = analysis
     with open(path, "rb", buffering=0) as handle:
         # read(n) allocates n bytes first: a small trace (a fleet's thousands) is read by its size
         chunk_size = min(CHUNK_SIZE, max(os.fstat(handle.fileno()).st_size + 1, 1 << 16))
