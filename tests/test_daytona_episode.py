@@ -208,7 +208,7 @@ def test_cancel_mid_tool_stops_the_agent_recovers_the_call_and_deletes(tmp_path,
     started = time.monotonic()
     result, recorder = run_daytona("sales-top-region", f"replay:{recording}", tmp_path / "runs", during=cancel)
     assert time.monotonic() - started < 240  # well short of the `sleep 300` (the capture proxy's start included)
-    assert result.status == "cancelled" and result.grade is None
+    assert result.status == "cancelled" and result.grade is None, (result.status, str(result.error), messages(recorder)[-8:])
     assert [(c.tool, c.status) for c in result.recovered] == [("bash", "running")]
     assert local_daytona.sandbox_ids() == []
 
