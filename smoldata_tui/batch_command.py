@@ -22,7 +22,7 @@ from smoldata_tui.run_command import (
     HeadlessPrinter,
     UsageError,
     _check_save_dir,
-    _find_task,
+    find_task,
     check_text_options,
     episode_spec,
     open_model_endpoint,
@@ -65,7 +65,7 @@ def batch_plan(args) -> BatchPlan:
     else:
         if len(set(names)) != len(names):
             raise UsageError("a task is named twice: use --attempts K for several episodes of one task")
-        tasks = [_find_task(name, args.tasks) for name in names]
+        tasks = [find_task(name, args.tasks) for name in names]
     _check_save_dir(args.save)
     template = episode_spec(args, tasks[0].name)  # checks the backend, harness and endpoint once
     template.endpoint.close()

@@ -9,7 +9,7 @@ from smoldata_tui.session.model_endpoint import open_endpoint
 
 def prepare_fork(args) -> None:
     """``--fork``: the parent, its task and the edit, settled once (k forks of a batch share them)."""
-    from smoldata_tui.run_command import UsageError, _find_task
+    from smoldata_tui.run_command import UsageError, find_task
     from smoldata_tui.session.fork import ForkError, check_step, load_parent, prepare_edit
     from smoldata_tui.tasks import TaskError
 
@@ -32,7 +32,7 @@ def prepare_fork(args) -> None:
         args.task = [name]
         args.model = args.model or parent.model  # the parent's model by default
         args.fork_parent = parent
-        args.fork_edit = prepare_edit(parent, args.at_step, _find_task(name, args.tasks).instruction) if args.edit else None
+        args.fork_edit = prepare_edit(parent, args.at_step, find_task(name, args.tasks).instruction) if args.edit else None
     except (ForkError, TaskError) as exc:
         raise UsageError(str(exc)) from None
 

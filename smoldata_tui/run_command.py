@@ -114,7 +114,7 @@ class HeadlessPrinter:
         self._printed = len(events)
 
 
-def _find_task(name: str, tasks_dir: str | None):
+def find_task(name: str, tasks_dir: str | None):
     root = Path(tasks_dir) if tasks_dir else default_task_root()
     if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
         raise UsageError(f"--task takes the name of a task folder inside {root} (e.g. sales-top-region), not a path: {name!r}")
@@ -252,7 +252,7 @@ def episode_spec(args, task_name: str | None = None) -> EpisodeSpec:
     EndpointError or UsageError."""
     timeout_s = _check_timeout(args.timeout)
     check_text_options(args)
-    task = _find_task(task_name if task_name is not None else args.task, args.tasks)
+    task = find_task(task_name if task_name is not None else args.task, args.tasks)
     daytona = None
     if args.backend == "daytona":
         daytona = daytona_settings(args)

@@ -12,11 +12,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.screens.live import ConfirmCancel, LiveScreen
+from smoldata_tui.ui.screens.modal_form import ModalForm
 from smoldata_tui.ui.theme_text import ThemedStatic
 
 FORK_TIMEOUT_S = 600.0  # as `run`'s default
@@ -53,8 +53,8 @@ def ask_to_fork(screen) -> None:
     screen.app.push_screen(question, lambda yes: screen.app.push_screen(ForkForm(parent, step)) if yes else None)
 
 
-class ForkForm(ModalScreen[None]):
-    BINDINGS = [Binding("escape", "dismiss_form", "Back")]
+class ForkForm(ModalForm):
+    START_BUTTON = "fork"
     DEFAULT_CSS = """
     ForkForm { align: center middle; }
     ForkForm > Vertical { width: 80; height: auto; padding: 1 2; border: thick $primary; background: $surface; }
@@ -79,20 +79,8 @@ class ForkForm(ModalScreen[None]):
                 yield Button("Fork", id="fork", variant="primary")
                 yield Button("Back", id="back")
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "fork":
-            self.action_start()
-        else:
-            self.dismiss(None)
-
-    def on_input_submitted(self, _event: Input.Submitted) -> None:
-        self.action_start()
-
-    def action_dismiss_form(self) -> None:
-        self.dismiss(None)
-
     def action_start(self) -> None:
-        from smoldata_tui.run_command import UsageError, _find_task
+        from smoldata_tui.run_command import UsageError, find_task
         from smoldata_tui.session.episode import EpisodeSpec
         from smoldata_tui.session.fork import open_fork_endpoint
         from smoldata_tui.session.model_endpoint import EndpointError
@@ -103,7 +91,7 @@ class ForkForm(ModalScreen[None]):
             self._error("no run.meta.json names the parent's task: fork it with `smoldata-tui run --fork … --task NAME`")
             return
         try:
-            task = _find_task(self.parent_episode.task, None)
+            task = find_task(self.parent_episode.task, None)
             endpoint = open_fork_endpoint(self.parent_episode, self.step, model=value["model"] or None,
                                           base_url=value["base-url"] or None, api_key=value["api-key"] or None)  # fmt: skip
         except (UsageError, TaskError, EndpointError) as exc:

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
 
 from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, has_api_key
@@ -26,6 +26,7 @@ from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.tasks import Task, TaskError, load_task_set
 from smoldata_tui.trace.text import clip
 from smoldata_tui.training.sampling import SamplingError, parse_sampling
+from smoldata_tui.ui.screens.modal_form import ModalForm
 from smoldata_tui.ui.theme_text import ThemedStatic
 
 
@@ -127,10 +128,10 @@ def form_words(message: str) -> tuple[str, str | None]:
     return message, None
 
 
-class LaunchForm(ModalScreen[None]):
+class LaunchForm(ModalForm):
     """Backend, model, endpoint, timeout, harness, capture. The key field is a password field, never echoed."""
 
-    BINDINGS = [Binding("escape", "dismiss_form", "Back")]
+    START_BUTTON = "run"
     # One row a field (compact widgets, the hint in each placeholder) and the buttons outside the
     # fields' scroll area, so that 80x24 shows the task, every field and Run at once.
     DEFAULT_CSS = """
@@ -182,18 +183,6 @@ class LaunchForm(ModalScreen[None]):
             with Horizontal(id="launch-buttons"):
                 yield Button("Run", id="run", variant="primary")
                 yield Button("Back", id="back")
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "run":
-            self.action_start()
-        else:
-            self.dismiss(None)
-
-    def on_input_submitted(self, _event: Input.Submitted) -> None:
-        self.action_start()
-
-    def action_dismiss_form(self) -> None:
-        self.dismiss(None)
 
     def action_start(self) -> None:
         value = {name: self.query_one(f"#{name}", Input).value.strip() for name in ("model", "base-url", "api-key", "timeout")}
