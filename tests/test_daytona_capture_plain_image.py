@@ -28,7 +28,7 @@ from smoldata_tui.training import capture_bundle, capture_policy, capture_wheels
 from smoldata_tui.training.capture import describe_capture
 
 from .conftest import SAMPLES
-from .daytona_local.fixtures import PROXY_VARIABLES, cached_opencode_bin_dir
+from .daytona_local.fixtures import cached_opencode_bin_dir, serve
 from .daytona_local.server import LocalDaytona
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_daytona_episode import FAST
@@ -46,23 +46,11 @@ def plain_daytona(tmp_path, monkeypatch):
     """The local Daytona server with the plain image kinds, and a cold bundle cache: the host makes
     the bundle in this test, as on a first run. OpenCode is bound in as if the image had it: its
     upload is tested elsewhere (test_daytona_episode) and is not what this file is about."""
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     monkeypatch.setattr(capture_bundle, "cache_dir", lambda: tmp_path / "bundle-cache")
     monkeypatch.setattr(capture_bundle, "_collected", None)
-    server = LocalDaytona(opencode_bin_dir=cached_opencode_bin_dir(), images_with_opencode={PLAIN, NO_PYTHON},
-                          sandbox_base_dir=tmp_path / "daytona-sandboxes",
-                          image_kinds={PLAIN: "plain", NO_PYTHON: "no-python"})  # fmt: skip
-    server.start()
-    try:
-        monkeypatch.setenv("DAYTONA_API_URL", server.api_url)
-        monkeypatch.setenv("DAYTONA_API_KEY", server.api_key)
-        monkeypatch.setenv("DAYTONA_TARGET", "local")
-        yield server
-    finally:
-        server.stop()
+    yield from serve(LocalDaytona(opencode_bin_dir=cached_opencode_bin_dir(), images_with_opencode={PLAIN, NO_PYTHON},
+                                  sandbox_base_dir=tmp_path / "daytona-sandboxes",
+                                  image_kinds={PLAIN: "plain", NO_PYTHON: "no-python"}), monkeypatch)  # fmt: skip
 
 
 class Observers(Recorder):

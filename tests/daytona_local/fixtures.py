@@ -22,14 +22,13 @@ def cached_opencode_bin_dir() -> Path | None:
     return binary.parent if binary.is_file() else None
 
 
-@pytest.fixture
-def local_daytona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalDaytona]:
+def serve(server: LocalDaytona, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalDaytona]:
+    """Start ``server`` with the environment set so the real SDK talks to it; stop it afterwards."""
     # The SDK's aiohttp session trusts the environment: a proxy would swallow requests to 127.0.0.1.
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    server = LocalDaytona(opencode_bin_dir=cached_opencode_bin_dir(), sandbox_base_dir=tmp_path / "daytona-sandboxes")
     server.start()
     try:
         monkeypatch.setenv("DAYTONA_API_URL", server.api_url)
@@ -38,3 +37,9 @@ def local_daytona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[L
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def local_daytona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalDaytona]:
+    yield from serve(LocalDaytona(opencode_bin_dir=cached_opencode_bin_dir(), sandbox_base_dir=tmp_path / "daytona-sandboxes"),
+                     monkeypatch)  # fmt: skip
