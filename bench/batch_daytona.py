@@ -29,7 +29,7 @@ from smoldata_tui.sandbox.daytona import DaytonaSettings  # noqa: E402
 from smoldata_tui.sandbox.daytona import backend as daytona_backend  # noqa: E402
 from smoldata_tui.session.batch import Batch, BatchPlan  # noqa: E402
 from smoldata_tui.session.episode import EpisodeSpec  # noqa: E402
-from smoldata_tui.session.model_endpoint import open_endpoint  # noqa: E402
+from smoldata_tui.replay.model_endpoint import open_endpoint  # noqa: E402
 from smoldata_tui.tasks import default_task_root, load_task  # noqa: E402
 
 

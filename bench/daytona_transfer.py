@@ -29,7 +29,7 @@ from _common import bash_steps_recording, local_daytona_server  # noqa: E402
 from smoldata_tui.sandbox.daytona import DaytonaSettings  # noqa: E402
 from smoldata_tui.session import log_follower  # noqa: E402
 from smoldata_tui.session.episode import Episode, EpisodeSpec  # noqa: E402
-from smoldata_tui.session.model_endpoint import open_endpoint  # noqa: E402
+from smoldata_tui.replay.model_endpoint import open_endpoint  # noqa: E402
 from smoldata_tui.tasks import default_task_root, load_task  # noqa: E402
 from tests.daytona_local import LocalDaytona  # noqa: E402
 

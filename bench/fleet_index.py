@@ -54,7 +54,7 @@ TABLE = """
 import asyncio, json, sys, time
 started = time.perf_counter()
 from pathlib import Path
-from smoldata_tui.ui.app import ReplayApp
+from smoldata_tui.ui.apps.viewer import ReplayApp
 from smoldata_tui.ui.screens.fleet import FleetScreen
 
 async def main():
@@ -87,7 +87,7 @@ SEED = """
 import sys
 from pathlib import Path
 from smoldata_tui.trace.seed_rule import seed_outcome
-from smoldata_tui.session.metadata import is_trace_name
+from smoldata_tui.store.metadata import is_trace_name
 count = 0
 for path in sorted(p for p in Path(sys.argv[1]).rglob("*.jsonl") if p.is_file() and is_trace_name(p.name)):
     with open(path, "rb") as handle:

@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from _common import bash_steps_recording, local_daytona_server  # noqa: E402
 from smoldata_tui.session.episode import EpisodeSpec  # noqa: E402
-from smoldata_tui.session.model_endpoint import open_endpoint  # noqa: E402
+from smoldata_tui.replay.model_endpoint import open_endpoint  # noqa: E402
 from smoldata_tui.tasks import default_task_root, load_task  # noqa: E402
-from smoldata_tui.ui.live_app import LiveApp  # noqa: E402
+from smoldata_tui.ui.apps.live import LiveApp  # noqa: E402
 from smoldata_tui.ui.screens.episode import EpisodeScreen  # noqa: E402
 from smoldata_tui.ui.screens.live import LiveScreen  # noqa: E402
 

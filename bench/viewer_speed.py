@@ -51,7 +51,7 @@ def _render_now(app) -> None:
 
 
 async def child_load(path: str) -> dict:
-    from smoldata_tui.ui.app import ReplayApp
+    from smoldata_tui.ui.apps.viewer import ReplayApp
     from smoldata_tui.ui.screens.episode import EpisodeScreen
 
     started = time.perf_counter()
@@ -147,7 +147,7 @@ def _heartbeat(screen) -> list[float]:
 
 
 async def child_follow(path: str, seconds: float) -> dict:
-    from smoldata_tui.ui.app import ReplayApp
+    from smoldata_tui.ui.apps.viewer import ReplayApp
     from smoldata_tui.ui.screens.episode import EpisodeScreen
 
     app = ReplayApp(Path(path), follow=True)

@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from smoldata_tui.session.episode import Episode, EpisodeSpec  # noqa: E402
-from smoldata_tui.session.model_endpoint import open_endpoint  # noqa: E402
+from smoldata_tui.replay.model_endpoint import open_endpoint  # noqa: E402
 from smoldata_tui.tasks import default_task_root, load_task  # noqa: E402
 from smoldata_tui.trace import analyze_path  # noqa: E402
 from smoldata_tui.trace.build import TraceBuilder  # noqa: E402
@@ -233,7 +233,7 @@ def _keep_exports(into: list[str]) -> None:
     from smoldata_tui.session import episode as episode_module
     from smoldata_tui.session.episode_agent import opencode_binary
     from smoldata_tui.session.export import first_session_id
-    from smoldata_tui.session.opencode_config import agent_environment
+    from smoldata_tui.opencode.config import agent_environment
     from smoldata_tui.session.placement import HOME
 
     original = episode_module.recover_calls
@@ -252,7 +252,7 @@ def _keep_exports(into: list[str]) -> None:
 
 def row_for(scenario: Scenario) -> dict:
     """The README row of a recorded scenario, from its files."""
-    from smoldata_tui.session.metadata_reader import load_metadata
+    from smoldata_tui.store.metadata_reader import load_metadata
 
     verdict = analyze_path(OUT / f"{scenario.name}.jsonl")[0].verdict
     metadata = load_metadata(OUT / f"{scenario.name}.meta.json")

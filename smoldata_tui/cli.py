@@ -226,12 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "check":
-            from smoldata_tui.check import run_check
+            from smoldata_tui.commands.check import run_check
 
             return run_check(args.paths, as_json=args.json, strict=args.strict, summary=args.summary,
                              groups=args.groups, use_cache=not args.no_cache)  # fmt: skip
         if args.command == "replay":
-            from smoldata_tui.ui.app import run_replay
+            from smoldata_tui.ui.apps.viewer import run_replay
 
             return run_replay(args.path, follow=args.follow, speed=args.speed)
         if args.command == "tasks":
@@ -239,30 +239,30 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_tasks_listing(args.tasks, as_json=args.json)
         if args.command == "run":
-            from smoldata_tui.run_command import run_live_or_headless
+            from smoldata_tui.commands.run import run_live_or_headless
 
             return run_live_or_headless(args)
         if args.command == "diff":
-            from smoldata_tui.diff_command import run_diff
+            from smoldata_tui.commands.diff import run_diff
 
             return run_diff(args.a, args.b, as_json=args.json)
         if args.command == "daytona":
-            from smoldata_tui.daytona_command import run_daytona_cli
+            from smoldata_tui.commands.daytona import run_daytona_cli
 
             return run_daytona_cli(args)
         if args.command == "local":
-            from smoldata_tui.local_command import run_local_cli
+            from smoldata_tui.commands.local import run_local_cli
 
             return run_local_cli(args)
         if args.command == "opencode" and args.opencode_action == "compare":
-            from smoldata_tui.session.opencode_compare import run_compare_cli
+            from smoldata_tui.diff.opencode_compare import run_compare_cli
 
             return run_compare_cli(args)
         if args.command == "opencode":
-            from smoldata_tui.session.opencode_install import run_opencode_cli
+            from smoldata_tui.opencode.install import run_opencode_cli
 
             return run_opencode_cli(args.opencode_action, args.opencode_version)
-        from smoldata_tui.ui.live_app import run_home
+        from smoldata_tui.ui.apps.live import run_home
 
         return run_home()
     except KeyboardInterrupt:
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()  # the reader went away (e.g. `| head`); nothing left to say
         return 0
     except Exception as exc:  # noqa: BLE001 - one clear line instead of a traceback
-        from smoldata_tui.check import UsageError
+        from smoldata_tui.commands.check import UsageError
 
         if isinstance(exc, UsageError):
             print(f"smoldata-tui {args.command}: {exc}", file=sys.stderr)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session import opencode_config
-from smoldata_tui.session.opencode_install import ensure_opencode
+from smoldata_tui.opencode import config as opencode_config
+from smoldata_tui.opencode.install import ensure_opencode
 
 FAKE_API_KEY = "sk-replay-test-3f9c1e7a5b"  # must show up in opencode.json and nowhere else
 AGENT_TIMEOUT_S = 60.0

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from smoldata_tui.session.replay_script import ReplayScript
-from smoldata_tui.session.replay_server import ReplayServer
+from smoldata_tui.replay.script import ReplayScript
+from smoldata_tui.replay.server import ReplayServer
 from smoldata_tui.tasks import Task
 from smoldata_tui.trace.build import TraceBuilder
 

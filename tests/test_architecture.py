@@ -63,7 +63,7 @@ def test_importing_the_cli_loads_no_heavy_library():
 
 
 def test_the_trace_engine_loads_no_heavy_library():
-    loaded = _loaded_after("import smoldata_tui.trace, smoldata_tui.check")
+    loaded = _loaded_after("import smoldata_tui.trace, smoldata_tui.commands.check")
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
 
 

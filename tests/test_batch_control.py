@@ -11,7 +11,7 @@ import time
 
 from smoldata_tui.session.batch import Batch, BatchPlan
 from smoldata_tui.session.episode import EpisodeSpec
-from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.tasks import load_task
 
 from .conftest import SAMPLES
@@ -94,7 +94,7 @@ def test_fewer_at_once_takes_effect_for_the_next_ones_and_a_queued_cancel_ends_a
 
 
 async def test_the_grid_takes_more_at_once_and_requeues_the_attempt_under_the_cursor(tmp_path, sandboxes, opencode_bin):
-    from smoldata_tui.ui.batch_app import BatchApp
+    from smoldata_tui.ui.apps.batch import BatchApp
 
     from .test_ui_live import wait_for
 

@@ -15,11 +15,11 @@ import pytest
 
 from smoldata_tui.cli import main
 from smoldata_tui.session.batch import Batch, BatchPlan
-from smoldata_tui.session.batch_summary import EpisodeOutcome, summary, task_totals, write_batch_file
+from smoldata_tui.store.batch_summary import EpisodeOutcome, summary, task_totals, write_batch_file
 from smoldata_tui.session.episode import EpisodeSpec
-from smoldata_tui.session.model_endpoint import open_endpoint
-from smoldata_tui.session.opencode_install import ensure_opencode
-from smoldata_tui.session.pass_at import pass_at_all, pass_at_k
+from smoldata_tui.replay.model_endpoint import open_endpoint
+from smoldata_tui.opencode.install import ensure_opencode
+from smoldata_tui.store.pass_at import pass_at_all, pass_at_k
 from smoldata_tui.tasks import default_task_root, load_task
 
 from .conftest import SAMPLES

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.store.metadata import EpisodeMetadata
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.training.budget import budget_findings, endpoint_context_window, training_budget_line
 
@@ -51,7 +51,7 @@ def test_the_context_window_when_known_and_none_when_not(tmp_path):
 
 
 def test_no_forecast_finding_on_the_shipped_recordings():
-    from smoldata_tui.session.metadata_reader import load_metadata
+    from smoldata_tui.store.metadata_reader import load_metadata
 
     for path in sorted(SAMPLES.glob("**/*.jsonl")):
         if not path.name.endswith(".proxy.jsonl"):

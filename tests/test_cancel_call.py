@@ -10,7 +10,7 @@ import threading
 import time
 
 from smoldata_tui.session.episode import Episode, EpisodeSpec
-from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace import analyze_bytes
 from smoldata_tui.trace.build import TraceBuilder
@@ -74,7 +74,7 @@ def test_a_hung_call_is_ended_the_agent_goes_on_and_the_episode_records_it(tmp_p
 
 async def test_on_the_live_timeline_K_asks_naming_the_call_then_ends_it_and_the_agent_goes_on(tmp_path, sandboxes,
                                                                                             opencode_bin):  # fmt: skip
-    from smoldata_tui.ui.live_app import LiveApp
+    from smoldata_tui.ui.apps.live import LiveApp
     from smoldata_tui.ui.screens.episode import EpisodeScreen
     from smoldata_tui.ui.screens.live import ConfirmCancel
 

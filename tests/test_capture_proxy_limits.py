@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from smoldata_tui.session.replay_script import ReplayScript
-from smoldata_tui.session.replay_server import ReplayServer
+from smoldata_tui.replay.script import ReplayScript
+from smoldata_tui.replay.server import ReplayServer
 from smoldata_tui.training.capture import ModelCapture
 from smoldata_tui.training.capture_policy import MAX_REQUEST_BYTES, ThinkingOff
 

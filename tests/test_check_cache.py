@@ -10,7 +10,7 @@ import time
 import orjson
 import pytest
 
-from smoldata_tui.check import run_check
+from smoldata_tui.commands.check import run_check
 from smoldata_tui.fleet.build import write_fleet
 
 from .conftest import run_cli

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.run_command import HeadlessPrinter, summary_json
+from smoldata_tui.commands.run import HeadlessPrinter, summary_json
 from smoldata_tui.sandbox.daytona import DaytonaSettings
 from smoldata_tui.session.episode import Episode, EpisodeSpec
-from smoldata_tui.session.model_endpoint import ModelEndpoint
-from smoldata_tui.session.replay_script import ReplayScript
+from smoldata_tui.replay.model_endpoint import ModelEndpoint
+from smoldata_tui.replay.script import ReplayScript
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.training import capture_bundle, capture_policy, capture_wheels
 from smoldata_tui.training.capture import describe_capture
@@ -177,7 +177,7 @@ def test_a_runner_that_cannot_reach_the_model_fails_the_episode_with_its_whole_r
 def assert_failure_saved(result, observers: Observers, message: str) -> None:
     """run.meta.json says the capture failed and why (not that it was switched off), and so do its
     readers: the headless stage line and final JSON line, and the viewer's Episode tab."""
-    from smoldata_tui.session.metadata_reader import load_metadata
+    from smoldata_tui.store.metadata_reader import load_metadata
     from smoldata_tui.ui.widgets.episode_panel import metadata_text
 
     saved = json.loads(result.metadata_path.read_text())

@@ -15,7 +15,7 @@ import pytest
 from smoldata_tui.sandbox.daytona import DaytonaSandboxBackend, DaytonaSettings
 from smoldata_tui.sandbox.errors import SandboxError
 from smoldata_tui.session.episode import Episode, EpisodeSpec
-from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace import analyze_bytes, analyze_path
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from smoldata_tui.run_command import run_headless
-from smoldata_tui.ui.live_app import LiveApp, episode_exit_status
+from smoldata_tui.commands.run import run_headless
+from smoldata_tui.ui.apps.live import LiveApp, episode_exit_status
 
 from .conftest import SAMPLES
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture

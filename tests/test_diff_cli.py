@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, Grade
+from smoldata_tui.store.metadata_writer import save_metadata
 from smoldata_tui.trace.build import TraceBuilder
 
 from .conftest import SAMPLES

@@ -11,10 +11,10 @@ from textual.command import CommandPalette
 from textual.widgets import Static
 
 from smoldata_tui.diff import CHANGED, SAME
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, Grade
+from smoldata_tui.store.metadata_writer import save_metadata
 from smoldata_tui.ui.screens.diff import DiffDetailView, DiffScreen
-from smoldata_tui.ui.screens.diff_app import DiffApp
+from smoldata_tui.ui.apps.diff import DiffApp
 from smoldata_tui.ui.screens.diff_view import DiffHelpScreen
 
 from .test_diff_cli import HEAD, LS, PY, episode

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from smoldata_tui.episode.findings import episode_findings
-from smoldata_tui.session.metadata import EpisodeMetadata
-from smoldata_tui.session.metadata_reader import load_metadata
-from smoldata_tui.session.metadata_writer import save_metadata
-from smoldata_tui.session.opencode_tools import offered_tools
+from smoldata_tui.store.metadata import EpisodeMetadata
+from smoldata_tui.store.metadata_reader import load_metadata
+from smoldata_tui.store.metadata_writer import save_metadata
+from smoldata_tui.opencode.tools import offered_tools
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.training.config_findings import sidecar_findings
 

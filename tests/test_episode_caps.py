@@ -62,7 +62,7 @@ print("PEAK", peak, "CODE", code, file=sys.stderr)
     assert "trace cap" in done.stderr  # shown in the stage log
     summary = json.loads(done.stdout.strip().splitlines()[-1])  # the headless JSON line
     assert [cap["cap"] for cap in summary["caps_hit"]] == ["agent_log"]
-    from smoldata_tui.session.metadata_reader import load_metadata
+    from smoldata_tui.store.metadata_reader import load_metadata
     from smoldata_tui.ui.widgets.episode_panel import metadata_text
 
     shown = metadata_text(load_metadata(run_dir / "run.meta.json"), "run.meta.json", []).plain
@@ -87,7 +87,7 @@ import asyncio, sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from tests.test_ui_live import live_screen, spec_for, wait_for
-from smoldata_tui.ui.live_app import LiveApp
+from smoldata_tui.ui.apps.live import LiveApp
 
 async def main():
     app = LiveApp(spec_for(Path({recording!r}), Path({runs!r}), timeout=300))

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from smoldata_tui.session.episode import Episode, EpisodeSpec
-from smoldata_tui.session.model_endpoint import open_endpoint
-from smoldata_tui.session.opencode_install import opencode_cache_dir
+from smoldata_tui.replay.model_endpoint import open_endpoint
+from smoldata_tui.opencode.install import opencode_cache_dir
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace import analyze_bytes, analyze_path
 from smoldata_tui.trace.build import TraceBuilder

@@ -64,9 +64,9 @@ def test_an_agent_that_replaces_head_still_brings_no_more_than_the_exec_cap(sand
 
 def test_recovered_calls_from_a_hostile_export_keep_run_meta_json_readable(tmp_path):
     from smoldata_tui.session.export import MAX_RECOVERED, unfinished_calls
-    from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
-    from smoldata_tui.session.metadata_reader import load_metadata
-    from smoldata_tui.session.metadata_writer import save_metadata
+    from smoldata_tui.store.metadata import EpisodeMetadata, metadata_path_for
+    from smoldata_tui.store.metadata_reader import load_metadata
+    from smoldata_tui.store.metadata_writer import save_metadata
 
     running = {"type": "tool", "callID": "c" * 100_000, "tool": "bash",
                "state": {"status": "running", "input": {"command": "x" * 3_000_000}}}  # fmt: skip

@@ -10,10 +10,10 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smoldata_tui.check import check_all, json_line, run_check
+from smoldata_tui.commands.check import check_all, json_line, run_check
 from smoldata_tui.fleet.build import DEFECTS, episode_trace, write_fleet
-from smoldata_tui.session.metadata import metadata_path_for
-from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.store.metadata import metadata_path_for
+from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.trace.seed_rule import seed_outcome
 
 from .conftest import SAMPLES
@@ -177,8 +177,8 @@ def test_a_directory_lists_its_traces_as_sorted_rglob_does(tmp_path_factory, tre
     without hidden names (as git and ripgrep skip them)."""
     from pathlib import Path
 
-    from smoldata_tui.check import collect_traces
-    from smoldata_tui.session.metadata import is_trace_name
+    from smoldata_tui.commands.check import collect_traces
+    from smoldata_tui.store.metadata import is_trace_name
 
     root = tmp_path_factory.mktemp("walk")
     for folders, name, suffix in tree:

@@ -15,7 +15,7 @@ from smoldata_tui.fleet.build import write_fleet
 from smoldata_tui.fleet.cache import SummaryCache
 from smoldata_tui.fleet.index import FleetIndex, watch
 from smoldata_tui.fleet.work import summarize_episode
-from smoldata_tui.session.metadata import metadata_path_for
+from smoldata_tui.store.metadata import metadata_path_for
 
 
 @pytest.fixture

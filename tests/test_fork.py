@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session.replay_script import ReplayCall, ReplayScript, ReplayTurn
-from smoldata_tui.session.replay_server import ReplayServer
+from smoldata_tui.replay.script import ReplayCall, ReplayScript, ReplayTurn
+from smoldata_tui.replay.server import ReplayServer
 from smoldata_tui.trace.build import TraceBuilder
 
 from .conftest import ROOT, SAMPLES, run_cli
@@ -231,9 +231,9 @@ def _post(url: str, body: dict) -> bytes:
 
 
 def test_at_step_1_the_edited_prompt_reaches_the_model_and_the_title_request_does_not():
-    from smoldata_tui.session.fork import ForkParent
-    from smoldata_tui.session.fork_server import ForkEdit, ForkServer
-    from smoldata_tui.session.model_endpoint import ModelEndpoint
+    from smoldata_tui.replay.fork import ForkParent
+    from smoldata_tui.replay.fork_server import ForkEdit, ForkServer
+    from smoldata_tui.replay.model_endpoint import ModelEndpoint
 
     model = LoggingModel(_writes_east()).start()
     target = ModelEndpoint(base_url=model.base_url, model="forked-model", api_key=KEY, replay=model)
@@ -252,7 +252,7 @@ def test_at_step_1_the_edited_prompt_reaches_the_model_and_the_title_request_doe
 
 
 def test_fork_divergence_says_identical_and_a_parent_it_cannot_read(tmp_path):
-    from smoldata_tui.session.fork import fork_divergence
+    from smoldata_tui.replay.fork import fork_divergence
 
     same = fork_divergence(PARENT, PARENT)
     assert same == {"identical": True, "first_step": None, "counts": {"same": 3, "changed": 0, "only_a": 0, "only_b": 0}}
@@ -261,8 +261,8 @@ def test_fork_divergence_says_identical_and_a_parent_it_cannot_read(tmp_path):
 
 
 def test_divergences_before_n_are_reported_and_the_edit_is_not_one():
-    from smoldata_tui.session.fork_server import ForkEdit, ForkServer
-    from smoldata_tui.session.model_endpoint import ModelEndpoint
+    from smoldata_tui.replay.fork_server import ForkEdit, ForkServer
+    from smoldata_tui.replay.model_endpoint import ModelEndpoint
 
     script = ReplayScript.from_trace(PARENT)
     first, second = (turn.calls[0] for turn in script.turns[:2])

@@ -10,7 +10,7 @@ import shutil
 import pytest
 from textual.widgets import Input
 
-from smoldata_tui.ui.app import ReplayApp
+from smoldata_tui.ui.apps.viewer import ReplayApp
 from smoldata_tui.ui.screens.diff import DiffScreen
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.fork_launch import ConfirmFork, ForkForm
@@ -69,9 +69,9 @@ async def test_f_on_a_row_forks_the_episode_at_its_step_live(tmp_path, monkeypat
 
 async def test_run_fork_on_the_live_screen_opens_the_diff_when_it_ends(tmp_path):
     from smoldata_tui.session.episode import EpisodeSpec
-    from smoldata_tui.session.fork import load_parent, open_fork_endpoint
+    from smoldata_tui.replay.fork import load_parent, open_fork_endpoint
     from smoldata_tui.tasks import default_task_root, load_task
-    from smoldata_tui.ui.live_app import LiveApp
+    from smoldata_tui.ui.apps.live import LiveApp
 
     other = _other_recording(tmp_path / "other.jsonl")
     endpoint = open_fork_endpoint(load_parent(PARENT), AT_STEP, model=f"replay:{other}")

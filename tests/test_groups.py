@@ -14,8 +14,8 @@ import pytest
 
 from smoldata_tui.fleet.groups import group_episodes
 from smoldata_tui.fleet.work import analyze_trace
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, Grade
+from smoldata_tui.store.metadata_writer import save_metadata
 from smoldata_tui.trace.build import TraceBuilder
 
 MODEL = "Qwen/Qwen3.5-4B"

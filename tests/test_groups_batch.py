@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session.replay_script import ReplayCall, ReplayScript, ReplayTurn
+from smoldata_tui.replay.script import ReplayCall, ReplayScript, ReplayTurn
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace.build import TraceBuilder
 

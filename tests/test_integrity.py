@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.episode.integrity import trace_integrity_findings
-from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.trace.integrity import trace_integrity_findings
+from smoldata_tui.store.metadata import EpisodeMetadata
 from smoldata_tui.tasks import GradeResult
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.ui.widgets.episode_panel import metadata_text

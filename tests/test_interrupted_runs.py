@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from smoldata_tui.sandbox.processes import start_time
-from smoldata_tui.session.metadata import EpisodeMetadata, effective_status
-from smoldata_tui.session.metadata_reader import load_metadata
-from smoldata_tui.session.metadata_writer import save_metadata
-from smoldata_tui.session.owner import owner_record
-from smoldata_tui.session.model_endpoint import REPLAY_API_KEY
+from smoldata_tui.store.metadata import EpisodeMetadata, effective_status
+from smoldata_tui.store.metadata_reader import load_metadata
+from smoldata_tui.store.metadata_writer import save_metadata
+from smoldata_tui.store.owner import owner_record
+from smoldata_tui.replay.model_endpoint import REPLAY_API_KEY
 
 from .conftest import ROOT
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
@@ -51,7 +51,7 @@ def test_running_with_a_dead_owner_is_interrupted_and_nothing_else_is():
 
 
 def test_a_run_that_took_the_lock_is_judged_by_its_lock_not_its_pid(tmp_path):
-    from smoldata_tui.session.owner import hold_run_lock
+    from smoldata_tui.store.owner import hold_run_lock
 
     trace = tmp_path / "run.jsonl"
     meta = tmp_path / "run.meta.json"

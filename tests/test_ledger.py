@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session.replay_script import ReplayCall, ReplayScript, ReplayTurn
+from smoldata_tui.replay.script import ReplayCall, ReplayScript, ReplayTurn
 from smoldata_tui.training.ledger import build_ledger
 
 from .conftest import SAMPLES, run_cli

@@ -8,10 +8,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from smoldata_tui.session.credentials import REDACTED, redact, redact_text
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for
-from smoldata_tui.session.metadata_reader import load_metadata
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.masking import REDACTED, redact, redact_text
+from smoldata_tui.store.metadata import EpisodeMetadata, Grade, metadata_path_for
+from smoldata_tui.store.metadata_reader import load_metadata
+from smoldata_tui.store.metadata_writer import save_metadata
 
 
 def test_round_trip(tmp_path):
@@ -133,7 +133,7 @@ def test_metadata_json_is_read_as_json_reads_it(value, indent):
     """run.meta.json is decoded by orjson where it agrees with json: never a different value."""
     import json
 
-    from smoldata_tui.session.metadata_reader import _decode_json
+    from smoldata_tui.store.metadata_reader import _decode_json
 
     data = json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8", "surrogatepass")
     try:

@@ -22,11 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smoldata_tui.check import run_check
+from smoldata_tui.commands.check import run_check
 from smoldata_tui.fleet.build import write_fleet
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.fleet.work import summarize_episode
-from smoldata_tui.session.metadata import is_trace_name
+from smoldata_tui.store.metadata import is_trace_name
 from smoldata_tui.trace.analysis import analyze_bytes
 
 from .conftest import SAMPLES

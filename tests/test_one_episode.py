@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from smoldata_tui.fleet.work import analyze_trace
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, Grade, metadata_path_for
+from smoldata_tui.store.metadata_writer import save_metadata
 
 from .conftest import SAMPLES, run_cli
 from .test_ui_helpers import loaded, replay_app

@@ -8,10 +8,10 @@ import json
 import shutil
 from pathlib import Path
 
-from smoldata_tui.session.opencode_compare import default_recordings, print_table
-from smoldata_tui.session.opencode_install import ensure_opencode
-from smoldata_tui.session.opencode_tools import offered_tools
-from smoldata_tui.session.trace_shape import read_shape, shape_changes
+from smoldata_tui.diff.opencode_compare import default_recordings, print_table
+from smoldata_tui.opencode.install import ensure_opencode
+from smoldata_tui.opencode.tools import offered_tools
+from smoldata_tui.training.trace_shape import read_shape, shape_changes
 
 from .conftest import ROOT, SAMPLES, run_cli
 

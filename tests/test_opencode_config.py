@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from smoldata_tui.session.opencode_config import (
+from smoldata_tui.opencode.config import (
     agent_command,
     agent_environment,
     build_opencode_json,

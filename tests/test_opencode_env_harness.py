@@ -15,7 +15,7 @@ import pytest
 
 from smoldata_tui.session.episode import OPENCODE_ENV_STAGES, Episode, EpisodeSpec
 from smoldata_tui.sandbox.host_python import python_shim_dir
-from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.session.proxy_trace import load_proxy_trace, summary_line
 from smoldata_tui.sandbox.daytona import DaytonaSettings
@@ -87,7 +87,7 @@ def test_the_builtin_driver_writes_what_published_opencode_env_writes_but_for_th
     from opencode_env.harness import OpenCodeSessionFactory
     from opencode_env.opencode_runtime import build_install_cmd, build_opencode_json, build_run_cmd
 
-    from smoldata_tui.session.opencode_config import agent_command, build_opencode_json as ours, opencode_json_text
+    from smoldata_tui.opencode.config import agent_command, build_opencode_json as ours, opencode_json_text
     from smoldata_tui.session.opencode_env_harness import environment_config
     from smoldata_tui.session.placement import HOME
 

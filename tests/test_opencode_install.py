@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session.opencode_install import (
+from smoldata_tui.opencode.install import (
     DEFAULT_OPENCODE_VERSION,
     OpenCodeInstallError,
     ensure_opencode,
@@ -66,7 +66,7 @@ def fake_npm(tmp_path, monkeypatch):
 
 def installer(cache: Path, version: str) -> subprocess.Popen:
     code = (
-        "from smoldata_tui.session.opencode_install import ensure_opencode\n"
+        "from smoldata_tui.opencode.install import ensure_opencode\n"
         f"print(ensure_opencode({version!r}, cache_dir={str(cache)!r}, progress=lambda line: print(line, flush=True)))"
     )
     return subprocess.Popen(

@@ -13,8 +13,8 @@ import json
 import orjson
 import pytest
 
-from smoldata_tui.session.replay_script import ReplayScript
-from smoldata_tui.session.replay_server import END_OF_RECORDING_TEXT, ReplayServer
+from smoldata_tui.replay.script import ReplayScript
+from smoldata_tui.replay.server import END_OF_RECORDING_TEXT, ReplayServer
 from smoldata_tui.trace import analyze_bytes
 from smoldata_tui.trace.build import TraceBuilder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from smoldata_tui.session.replay_script import ReplayScript
+from smoldata_tui.replay.script import ReplayScript
 from smoldata_tui.trace.build import ABSENT, TraceBuilder
 
 from .conftest import SAMPLES

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from smoldata_tui.session.replay_script import ReplayScript
-from smoldata_tui.session.replay_server import END_OF_RECORDING_TEXT, TITLE_TEXT, ReplayServer
+from smoldata_tui.replay.script import ReplayScript
+from smoldata_tui.replay.server import END_OF_RECORDING_TEXT, TITLE_TEXT, ReplayServer
 from smoldata_tui.trace.build import TraceBuilder
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]

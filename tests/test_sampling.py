@@ -9,7 +9,7 @@ import json
 import pytest
 
 from smoldata_tui.session.episode import Episode, EpisodeSpec
-from smoldata_tui.session.replay_script import ReplayScript
+from smoldata_tui.replay.script import ReplayScript
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.training.sampling import parse_sampling
 from smoldata_tui.ui.training_data import summarise_turn
@@ -98,7 +98,7 @@ async def test_the_launch_forms_sampling_field(tmp_path, monkeypatch):
     from textual.widgets import Input
 
     from smoldata_tui.ui.screens import live
-    from smoldata_tui.ui.live_app import LiveApp
+    from smoldata_tui.ui.apps.live import LiveApp
     from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
 
     from .test_ui_helpers import wait_for
@@ -154,7 +154,7 @@ def test_a_daytona_episode_samples_as_training_does_inside_the_sandbox(tmp_path,
 
 def test_a_batch_gives_every_episode_the_policy(tmp_path):
     """A batch's episodes are copies of its template spec: the policy is on it once, checked once."""
-    from smoldata_tui.batch_command import batch_plan
+    from smoldata_tui.commands.batch import batch_plan
     from smoldata_tui.cli import _parser
 
     args = _parser().parse_args(["run", "--task", "sales-top-region", "--task", "inventory-restock", "--attempts", "2",

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 
 from smoldata_tui.sandbox import LocalSandboxBackend
-from smoldata_tui.session import opencode_config
-from smoldata_tui.session.replay_script import ReplayScript
-from smoldata_tui.session.replay_server import ReplayServer
+from smoldata_tui.opencode import config as opencode_config
+from smoldata_tui.replay.script import ReplayScript
+from smoldata_tui.replay.server import ReplayServer
 
 from .opencode_fixture import FAKE_API_KEY, opencode_bin  # noqa: F401 - fixture
 from .test_replay_opencode import INSTRUCTION, SALES, calls, recording

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from smoldata_tui.session.episode import Episode, EpisodeSpec
-from smoldata_tui.session.model_endpoint import open_endpoint
-from smoldata_tui.session.secret_scrub import SecretScrubber
+from smoldata_tui.replay.model_endpoint import open_endpoint
+from smoldata_tui.masking import SecretScrubber
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace import analyze_bytes
 from smoldata_tui.trace.build import TraceBuilder

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.check import list_traces
+from smoldata_tui.commands.check import list_traces
 from smoldata_tui.fleet.work import summarize_episode
 from smoldata_tui.sandbox import LocalSandboxBackend, owner_lock, processes, registry
-from smoldata_tui.session.metadata import effective_status
-from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.store.metadata import effective_status
+from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.trace.build import TraceBuilder
 
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture

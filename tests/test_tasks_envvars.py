@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from smoldata_tui.tasks import UnsetVariableError, host_variables, load_task, resolve_environment_env, resolve_verifier_env
-from smoldata_tui.tasks.envvars import redact
+from smoldata_tui.masking import redact_secrets
 
 from .test_tasks_load import write_task
 
@@ -50,4 +50,4 @@ def test_unset_or_empty_variables_are_named_and_no_value_is_shown(task):
 
 def test_redact_replaces_secret_values_longest_first_and_leaves_short_ones():
     secrets = {"TOKEN": "abcd1234", "INNER": "abcd", "FLAG": "on"}
-    assert redact("got abcd1234 then abcd, flag on", secrets) == "got [$TOKEN] then [$INNER], flag on"
+    assert redact_secrets("got abcd1234 then abcd, flag on", secrets) == "got [$TOKEN] then [$INNER], flag on"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from smoldata_tui.session.episode import Episode, EpisodeSpec
-from smoldata_tui.session.model_endpoint import ModelEndpoint
-from smoldata_tui.session.replay_script import ReplayCall, ReplayScript, ReplayTurn
-from smoldata_tui.session.replay_server import ReplayServer
+from smoldata_tui.replay.model_endpoint import ModelEndpoint
+from smoldata_tui.replay.script import ReplayCall, ReplayScript, ReplayTurn
+from smoldata_tui.replay.server import ReplayServer
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace.seed_rule import seed_outcome
 from smoldata_tui.training import load_training_trace

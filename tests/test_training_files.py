@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session.metadata import EpisodeMetadata
-from smoldata_tui.session.metadata_writer import save_metadata
-from smoldata_tui.session.token_dialect import add_token_fields, completion_ids, prompt_ids
+from smoldata_tui.store.metadata import EpisodeMetadata
+from smoldata_tui.store.metadata_writer import save_metadata
+from smoldata_tui.replay.token_dialect import add_token_fields, completion_ids, prompt_ids
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.trace.seed_rule import seed_outcome
 from smoldata_tui.training import load_training_trace
@@ -195,8 +195,8 @@ def test_an_opencode_env_episode_is_judged_from_its_proxy_trace_and_its_config(t
 def test_the_capture_proxy_applies_training_policy_to_what_reaches_the_model(tmp_path):
     import urllib.request
 
-    from smoldata_tui.session.replay_script import ReplayScript
-    from smoldata_tui.session.replay_server import ReplayServer
+    from smoldata_tui.replay.script import ReplayScript
+    from smoldata_tui.replay.server import ReplayServer
     from smoldata_tui.training.capture import ModelCapture
 
     model = "acme-labs/coder-7b"  # not a Qwen3.5 name: openenv alone would leave thinking on

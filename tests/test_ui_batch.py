@@ -9,9 +9,9 @@ import pytest
 
 from smoldata_tui.session.batch import BatchPlan
 from smoldata_tui.session.episode import EpisodeSpec
-from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.tasks import default_task_root, load_task
-from smoldata_tui.ui.batch_app import BatchApp, batch_exit_status
+from smoldata_tui.ui.apps.batch import BatchApp, batch_exit_status
 from smoldata_tui.ui.screens.batch import BatchScreen
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.fleet import FleetScreen

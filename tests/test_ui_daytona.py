@@ -13,9 +13,9 @@ from textual.widgets import DataTable, Input, Log, Select
 
 from smoldata_tui.sandbox.daytona import DaytonaSettings
 from smoldata_tui.session.episode import EpisodeSpec
-from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.tasks import default_task_root, load_task
-from smoldata_tui.ui.live_app import LiveApp
+from smoldata_tui.ui.apps.live import LiveApp
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 
 from .conftest import SAMPLES
@@ -73,8 +73,7 @@ async def test_a_daytona_run_shows_remote_stages_retries_and_its_grade(tmp_path,
 
 
 async def test_sigterm_during_a_daytona_run_saves_and_deletes_before_exiting(tmp_path, local_daytona, monkeypatch):
-    from smoldata_tui.ui import live_app
-
+    from smoldata_tui.ui.apps import live as live_app
     ended_process = []  # the exit watchdog must stand down once Textual has returned: this process goes on
     monkeypatch.setattr(live_app, "EXIT_GRACE_S", 0.5)
     monkeypatch.setattr(live_app.os, "_exit", ended_process.append)

@@ -9,8 +9,8 @@ import pytest
 
 from smoldata_tui.fleet.build import write_fleet
 from smoldata_tui.fleet.summary import EpisodeSummary
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, Grade, metadata_path_for
+from smoldata_tui.store.metadata_writer import save_metadata
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.fleet import FleetScreen
 from smoldata_tui.ui.screens.help import HelpScreen
@@ -158,7 +158,7 @@ async def test_empty_folder_says_so(tmp_path):
 
 
 async def test_home_saved_episodes_open_the_fleet_table_and_q_comes_back(tmp_path):
-    from smoldata_tui.ui.live_app import LiveApp
+    from smoldata_tui.ui.apps.live import LiveApp
     from smoldata_tui.ui.screens.home import HomeScreen
 
     runs = tmp_path / "runs"

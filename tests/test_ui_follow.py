@@ -7,8 +7,8 @@ import sys
 
 from textual import events
 
-from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, metadata_path_for
+from smoldata_tui.store.metadata_writer import save_metadata
 
 from .test_ui_helpers import SIZE, cursor_line, episode, replay_app, screen_lines, small_episode, timeline, wait_for
 

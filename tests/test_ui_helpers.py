@@ -13,7 +13,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from smoldata_tui.trace.build import TraceBuilder
-from smoldata_tui.ui.app import ReplayApp
+from smoldata_tui.ui.apps.viewer import ReplayApp
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.widgets.detail import DetailView
 from smoldata_tui.ui.widgets.timeline import Timeline

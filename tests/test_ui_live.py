@@ -10,9 +10,9 @@ import pytest
 from textual.color import Color
 
 from smoldata_tui.session.episode import EpisodeSpec, stages_for
-from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.tasks import default_task_root, load_task
-from smoldata_tui.ui.live_app import LiveApp
+from smoldata_tui.ui.apps.live import LiveApp
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.live import ConfirmCancel, LiveScreen
 

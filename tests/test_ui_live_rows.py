@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 from smoldata_tui.session.episode_spec import now_utc
-from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, metadata_path_for
+from smoldata_tui.store.metadata_writer import save_metadata
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.session.sandbox_processes import RunningCommand, probe_sandbox, shell_tool_commands
 

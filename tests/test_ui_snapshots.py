@@ -12,8 +12,8 @@ from pathlib import Path
 
 from textual.widgets import Input
 
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade, metadata_path_for
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, Grade, metadata_path_for
+from smoldata_tui.store.metadata_writer import save_metadata
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.trace.build_episode import realistic_episode
 from smoldata_tui.ui.screens.fleet import FleetScreen

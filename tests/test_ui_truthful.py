@@ -94,7 +94,7 @@ async def test_2_focuses_the_findings_list():
 async def test_the_launch_form_names_its_fields_and_fits_80_by_24(tmp_path):
     from textual.widgets import DataTable
 
-    from smoldata_tui.ui.live_app import LiveApp
+    from smoldata_tui.ui.apps.live import LiveApp
     from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
 
     from .test_ui_helpers import wait_for

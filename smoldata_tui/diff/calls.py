@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from smoldata_tui.diff.normalize import fingerprint
-from smoldata_tui.session.metadata import EpisodeMetadata, is_trace_name, metadata_path_for
-from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, is_trace_name, metadata_path_for
+from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.trace.analysis import CHUNK_SIZE, TraceAnalysis, TraceReport
 from smoldata_tui.trace.summary import input_digest, parse_line
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Collection, Iterable, Mapping
 
 from smoldata_tui.episode.trace_rules import TraceRules, trace_rule_findings
-from smoldata_tui.session.metadata import EpisodeMetadata, sibling_path
+from smoldata_tui.store.metadata import EpisodeMetadata, sibling_path
 from smoldata_tui.trace.finding import Finding
 from smoldata_tui.training.capture_findings import capture_findings
 from smoldata_tui.training.config_findings import sidecar_findings

@@ -1,5 +1,5 @@
 """The rules read from an episode's tool calls and step counts, in one pass over its trace: reward
-integrity (:mod:`smoldata_tui.episode.integrity`) and the budget forecast
+integrity (:mod:`smoldata_tui.trace.integrity`) and the budget forecast
 (:mod:`smoldata_tui.training.budget`). One pass because each costs a full read of the trace, and
 ``check`` reads thousands."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from smoldata_tui.episode.integrity import IntegrityRules, scan_events
-from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.trace.integrity import IntegrityRules, scan_events
+from smoldata_tui.store.metadata import EpisodeMetadata
 from smoldata_tui.trace.finding import Finding
 from smoldata_tui.training.budget import StepReader, context_window_of, forecast
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from smoldata_tui.session.metadata import EpisodeMetadata, Grade, format_time, metadata_path_for
+from smoldata_tui.store.metadata import EpisodeMetadata, Grade, format_time, metadata_path_for
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.trace.build_episode import realistic_episode
 

@@ -29,7 +29,7 @@ import orjson
 
 from smoldata_tui import __version__
 from smoldata_tui.fleet.summary import EpisodeSummary
-from smoldata_tui.session.metadata import (
+from smoldata_tui.store.metadata import (
     METADATA_SUFFIX,
     PROXY_TRACE_NAME,
     REQUESTS_SUFFIX,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from smoldata_tui.fleet.summary import EpisodeSummary
-from smoldata_tui.session.batch_summary import BATCH_FILE, PASS_REWARD
+from smoldata_tui.store.batch_summary import BATCH_FILE, PASS_REWARD
 from smoldata_tui.trace.reader import read_at_most
 
 SCALE_EPSILON = 1e-4  # TRL's GRPO: (r - mean) / (std + 1e-4)

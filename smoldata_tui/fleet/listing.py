@@ -2,7 +2,7 @@
 
 The rules, as a user of git or ripgrep expects them:
 
-* every ``*.jsonl`` that is not a sidecar (:func:`~smoldata_tui.session.metadata.is_trace_name`),
+* every ``*.jsonl`` that is not a sidecar (:func:`~smoldata_tui.store.metadata.is_trace_name`),
   in the order of ``sorted(Path(root).rglob("*.jsonl"))``: by path components;
 * hidden files and folders (a name starting with ``.``) below the folder are skipped; the folder
   itself is walked whatever its name;
@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from smoldata_tui.session.metadata import is_trace_name
+from smoldata_tui.store.metadata import is_trace_name
 from smoldata_tui.trace.file_kind import kind_of
 
 

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
-from smoldata_tui.session.metadata import (
+from smoldata_tui.store.metadata import (
     METADATA_SUFFIX,
     TRAINING_SUFFIX,
     EpisodeMetadata,
@@ -175,7 +175,7 @@ def _link_target(path: str) -> str:
 def add_metadata(summary: EpisodeSummary) -> EpisodeSummary:
     """Fill the run.meta.json fields (and note a training trace) from the files beside the trace."""
     # imported here: a cached re-run of check reads no metadata, and its start-up is most of its time
-    from smoldata_tui.session.metadata_reader import load_metadata
+    from smoldata_tui.store.metadata_reader import load_metadata
 
     problems: list[str] = []
     metadata = load_metadata(sibling_path(summary.path, METADATA_SUFFIX), problems)

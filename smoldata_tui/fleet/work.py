@@ -8,8 +8,8 @@ from __future__ import annotations
 from smoldata_tui.episode.findings import episode_findings
 from smoldata_tui.episode.trace_rules import TraceRules
 from smoldata_tui.fleet.summary import EpisodeSummary, fill_metadata, from_report, unreadable
-from smoldata_tui.session.metadata import METADATA_SUFFIX, sibling_path
-from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.store.metadata import METADATA_SUFFIX, sibling_path
+from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.trace.analysis import TraceReport, analyze_path
 from smoldata_tui.trace.export_doc import account_for_export
 from smoldata_tui.trace.parallel import analyze_path_parallel

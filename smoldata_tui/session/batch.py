@@ -19,10 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from smoldata_tui.session.batch_summary import EpisodeOutcome, summary, verdict_kind, write_batch_file
+from smoldata_tui.store.batch_summary import EpisodeOutcome, summary, verdict_kind, write_batch_file
 from smoldata_tui.session.episode import Episode, EpisodeObserver, EpisodeSpec, new_run_dir, now_utc
-from smoldata_tui.session.model_endpoint import ModelEndpoint
-from smoldata_tui.session.secret_scrub import SecretScrubber
+from smoldata_tui.replay.model_endpoint import ModelEndpoint
+from smoldata_tui.masking import SecretScrubber
 from smoldata_tui.tasks import Task
 from smoldata_tui.trace import TraceAnalysis
 from smoldata_tui.trace.text import clip

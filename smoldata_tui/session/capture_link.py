@@ -16,7 +16,7 @@ from pathlib import Path
 
 from smoldata_tui.sandbox.protocol import exec_repeatable
 from smoldata_tui.session.episode_spec import CAPTURE_STAGE
-from smoldata_tui.session.opencode_config import agent_environment
+from smoldata_tui.opencode.config import agent_environment
 from smoldata_tui.training.budget import endpoint_context_window
 from smoldata_tui.training.capture import CaptureFailed, ModelCapture
 from smoldata_tui.training.sandbox_capture import SandboxCapture

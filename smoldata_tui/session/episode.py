@@ -47,10 +47,10 @@ from smoldata_tui.session.capture_link import (
     start_capture,
 )
 from smoldata_tui.session.log_follower import LogFollower
-from smoldata_tui.session.metadata import PROMPT_CAP, EpisodeMetadata, metadata_path_for
-from smoldata_tui.session.metadata_writer import save_metadata
-from smoldata_tui.session.owner import hold_run_lock, owner_record
-from smoldata_tui.session.opencode_config import (
+from smoldata_tui.store.metadata import PROMPT_CAP, EpisodeMetadata, metadata_path_for
+from smoldata_tui.store.metadata_writer import save_metadata
+from smoldata_tui.store.owner import hold_run_lock, owner_record
+from smoldata_tui.opencode.config import (
     agent_command,
     agent_environment,
     agent_log_path,
@@ -61,7 +61,7 @@ from smoldata_tui.session.opencode_config import (
     redacted,
     setup_shell,
 )
-from smoldata_tui.session.opencode_install import checked_version, resolve_opencode
+from smoldata_tui.opencode.install import checked_version, resolve_opencode
 from smoldata_tui.session.opencode_env_harness import (
     HarnessUnavailable,
     ImageLikeBackend,
@@ -80,7 +80,7 @@ from smoldata_tui.session.placement import (
     place_opencode,
     sandbox_record,
 )
-from smoldata_tui.session.secret_scrub import SecretScrubber
+from smoldata_tui.masking import SecretScrubber
 from smoldata_tui.tasks import GradeResult, grade_answer, stage_task
 from smoldata_tui.tasks.grade import to_verify_result
 from smoldata_tui.tasks.stage import DEFAULT_PULL_TIMEOUT_S

@@ -19,8 +19,8 @@ from smoldata_tui.session.export import (
     unfinished_calls,
 )
 from smoldata_tui.session.log_follower import LogFollower
-from smoldata_tui.session.metadata import PROXY_TRACE_NAME
-from smoldata_tui.session.opencode_config import agent_environment
+from smoldata_tui.store.metadata import PROXY_TRACE_NAME
+from smoldata_tui.opencode.config import agent_environment
 from smoldata_tui.session.placement import HOME, OPENCODE_IN_HOME
 from smoldata_tui.session.proxy_trace import summary_line, turn_of
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from smoldata_tui.session.episode_spec import EpisodeFailed, EpisodeResult, now_utc
-from smoldata_tui.session.metadata import Grade
-from smoldata_tui.session.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import Grade
+from smoldata_tui.store.metadata_writer import save_metadata
 
 
 def save_outcome(result: EpisodeResult, stop_reason: str | None, scrub: Callable[[str], str]) -> None:

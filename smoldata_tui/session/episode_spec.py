@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Protocol
 
 from smoldata_tui.session.export import RecoveredCall
-from smoldata_tui.session.metadata import EpisodeMetadata
-from smoldata_tui.session.model_endpoint import ModelEndpoint
-from smoldata_tui.session.opencode_install import DEFAULT_OPENCODE_VERSION
+from smoldata_tui.store.metadata import EpisodeMetadata
+from smoldata_tui.replay.model_endpoint import ModelEndpoint
+from smoldata_tui.opencode.install import DEFAULT_OPENCODE_VERSION
 from smoldata_tui.tasks import GradeResult, Task
 
 STAGES = ("install OpenCode", "create sandbox", "stage task", "agent running", "recover calls", "grading")

@@ -20,7 +20,7 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from smoldata_tui.session.secret_scrub import SecretScrubber
+from smoldata_tui.masking import SecretScrubber
 
 MAX_READ = 4 << 20  # bytes taken per poll, so a burst never holds everything in memory
 MAX_TRACE_BYTES = 64 << 20  # the saved trace's cap: real traces are a few MB

@@ -28,13 +28,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from smoldata_tui.session.opencode_config import (
+from smoldata_tui.opencode.config import (
     DISABLED_TOOLS,
     ENVIRONMENT_SETUP_SHELL,
     EXTRA_OPENCODE_JSON,
     INSTALL_FOLDERS,
 )
-from smoldata_tui.session.metadata import PROXY_TRACE_NAME
+from smoldata_tui.store.metadata import PROXY_TRACE_NAME
 from smoldata_tui.session.placement import HOME, OPENCODE_IN_HOME
 
 HARNESSES = ("builtin", "opencode-env")

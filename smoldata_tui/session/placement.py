@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from smoldata_tui.sandbox.protocol import exec_repeatable
-from smoldata_tui.session.opencode_install import resolve_opencode
+from smoldata_tui.opencode.install import resolve_opencode
 
 HOME = "/root"  # the environment's sandbox_home
 OPENCODE_IN_HOME = f"{HOME}/.opencode/bin/opencode"

@@ -20,7 +20,6 @@ from smoldata_tui.tasks.model import Task
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Every `$` starts one of these; a `$` that matches none of the three groups is an error.
 _DOLLAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*)|(?P<escaped>\$))?")
-MIN_REDACTED_LENGTH = 4  # shorter values ("1", "on") are not secrets and would garble output
 
 
 def _split(value: str, *, path: Path, table: str, key: str) -> list[tuple[str, str]]:
@@ -88,11 +87,3 @@ def resolve_verifier_env(task: Task, environ: Mapping[str, str] = os.environ) ->
 def secrets_of(table: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """Host variable name → value, for every referenced variable that is set: what to redact."""
     return {var: environ[var] for var in host_variables(table) if environ.get(var)}
-
-
-def redact(text: str, secrets: Mapping[str, str]) -> str:
-    """``text`` with each secret value replaced by ``[$NAME]``, longest first (one may contain another)."""
-    for var, value in sorted(secrets.items(), key=lambda item: -len(item[1])):
-        if len(value) >= MIN_REDACTED_LENGTH:
-            text = text.replace(value, f"[${var}]")
-    return text

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from smoldata_tui.tasks.cancellable import kill_group_when
-from smoldata_tui.session.secret_scrub import SecretScrubber
-from smoldata_tui.tasks.envvars import redact, resolve_verifier_env, secrets_of
+from smoldata_tui.masking import SecretScrubber, redact_json, redact_secrets
+from smoldata_tui.tasks.envvars import resolve_verifier_env, secrets_of
 from smoldata_tui.tasks.errors import UnsetVariableError
 from smoldata_tui.tasks.grader_process import run_bounded
 from smoldata_tui.tasks.model import SANDBOX_ANSWER_PATH, Task
-from smoldata_tui.tasks.output import keep_tail, redact_json, safe_tail
+from smoldata_tui.tasks.output import keep_tail, safe_tail
 from smoldata_tui.trace.text import neutralize
 
 MAX_GRADER_OUTPUT_CHARS = 16_000  # stdout kept for display; the verdict line is at its end
@@ -121,7 +121,7 @@ def binary_correctness(value: Any) -> int | None:
 
 
 def _shown(stdout: str, secrets: Mapping[str, str]) -> str:
-    return keep_tail(redact(stdout, secrets), MAX_GRADER_OUTPUT_CHARS)
+    return keep_tail(redact_secrets(stdout, secrets), MAX_GRADER_OUTPUT_CHARS)
 
 
 def run_grader(

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from smoldata_tui.session.secret_scrub import SecretScrubber
+from smoldata_tui.masking import SecretScrubber
 from smoldata_tui.tasks.cancellable import kill_group_when
 
 REAPER = Path(__file__).with_name("reaper.py")

@@ -23,8 +23,8 @@ import json
 import os
 from dataclasses import dataclass
 
-from smoldata_tui.episode.integrity import scan_events
-from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.trace.integrity import scan_events
+from smoldata_tui.store.metadata import EpisodeMetadata
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.training.capture_policy import TRAINING_OUTPUT_CAP
 
@@ -136,7 +136,7 @@ def endpoint_context_window(base_url: str, model: str, api_key: str | None, time
 def training_budget_line(training_path: str | os.PathLike[str], prompts: list[int], completions: list[int]) -> str:
     """:func:`budget_line` for the turns of ``run.training.json``, the window from the
     ``run.meta.json`` beside it."""
-    from smoldata_tui.session.metadata_reader import load_metadata
+    from smoldata_tui.store.metadata_reader import load_metadata
 
     path = os.fspath(training_path)
     meta = path.removesuffix(".training.json") + ".meta.json" if path.endswith(".training.json") else None

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smoldata_tui.session.credentials import redact_text
+from smoldata_tui.masking import redact_text
 from smoldata_tui.training import capture_policy
 from smoldata_tui.training.capture_policy import NOT_TRAINABLE, TRAINING_OUTPUT_CAP, CaptureFailed
 from smoldata_tui.training.requests import RequestLog

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.store.metadata import EpisodeMetadata
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.text import clip
 from smoldata_tui.training.validation import SEVERITY

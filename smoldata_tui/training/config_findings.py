@@ -32,11 +32,11 @@ from pathlib import Path
 
 import orjson
 
-from smoldata_tui.session.metadata import METADATA_SUFFIX, EpisodeMetadata, sibling_path
-from smoldata_tui.session.metadata_reader import load_metadata
-from smoldata_tui.session.opencode_install import DEFAULT_OPENCODE_VERSION
-from smoldata_tui.session.opencode_tools import offered_tools
-from smoldata_tui.session.trace_shape import offered_tool_names
+from smoldata_tui.store.metadata import METADATA_SUFFIX, EpisodeMetadata, sibling_path
+from smoldata_tui.store.metadata_reader import load_metadata
+from smoldata_tui.opencode.install import DEFAULT_OPENCODE_VERSION
+from smoldata_tui.opencode.tools import offered_tools
+from smoldata_tui.training.trace_shape import offered_tool_names
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.text import clip
 from smoldata_tui.training.requests import REQUESTS_SUFFIX, TRAINING_OUTPUT_CAP, read_requests, request_summary

@@ -34,7 +34,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from smoldata_tui.session.metadata import REQUESTS_SUFFIX, TRAINING_SUFFIX, EpisodeMetadata, sibling_path
+from smoldata_tui.store.metadata import REQUESTS_SUFFIX, TRAINING_SUFFIX, EpisodeMetadata, sibling_path
 from smoldata_tui.trace import analyze_path
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.text import clip, neutralize

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from smoldata_tui.session.metadata import REQUESTS_SUFFIX
+from smoldata_tui.store.metadata import REQUESTS_SUFFIX
 from smoldata_tui.trace.reader import read_at_most
 from smoldata_tui.training.capture_policy import TRAINING_OUTPUT_CAP, request_summary
 

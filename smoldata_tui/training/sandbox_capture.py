@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from smoldata_tui.sandbox.errors import FileTooLarge
-from smoldata_tui.session.credentials import redact_text
+from smoldata_tui.masking import redact_text
 from smoldata_tui.training import capture_policy as policy
 from smoldata_tui.training.capture import CaptureRecord, level_line, prefetch
 from smoldata_tui.training.capture_bundle import SITE, SandboxPython, bundle_for, last_line, parse_probe, probe_script

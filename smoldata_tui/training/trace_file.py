@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smoldata_tui.session.credentials import redact_text
-from smoldata_tui.session.metadata import TRAINING_SUFFIX
+from smoldata_tui.masking import redact_text
+from smoldata_tui.store.metadata import TRAINING_SUFFIX
 from smoldata_tui.trace import analyze_path
 from smoldata_tui.trace.reader import read_at_most
 

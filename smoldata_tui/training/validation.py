@@ -15,7 +15,7 @@ from typing import Any
 
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.text import clip
-from smoldata_tui.session.metadata import sibling_path
+from smoldata_tui.store.metadata import sibling_path
 from smoldata_tui.training.trace_file import TRAINING_SUFFIX, CaptureProblem, read_training_document
 
 __all__ = ["CaptureProblem", "document_problems", "training_findings", "validate_training"]

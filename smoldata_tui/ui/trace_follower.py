@@ -21,8 +21,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.worker import get_current_worker
 
-from smoldata_tui.session.metadata import EpisodeMetadata, effective_status, metadata_path_for
-from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, effective_status, metadata_path_for
+from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.trace import EventRecord, Finding, Stats, TraceAnalysis, Verdict
 
 FIRST_CHUNK = 256 << 10  # small, so the first rows are on screen after a few milliseconds

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.session.opencode_install import installed_binary
+from smoldata_tui.opencode.install import installed_binary
 from tests.daytona_local.server import LocalDaytona
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")

@@ -16,8 +16,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
-from smoldata_tui.session.replay_divergence import describe_divergence, load_divergences
+from smoldata_tui.store.metadata import EpisodeMetadata, metadata_path_for
+from smoldata_tui.replay.divergence import describe_divergence, load_divergences
 from smoldata_tui.trace import Stats, Verdict
 from smoldata_tui.trace.text import neutralize
 from smoldata_tui.ui.gc_tuning import LoadFreezer

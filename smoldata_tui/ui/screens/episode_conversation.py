@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from smoldata_tui.session.metadata import EpisodeMetadata
+from smoldata_tui.store.metadata import EpisodeMetadata
 from smoldata_tui.ui.widgets.conversation import PROMPT, RECOVERED, ConversationView
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.content import Content
 from textual.widget import Widget
 
-from smoldata_tui.session.metadata import EpisodeMetadata, parse_time
+from smoldata_tui.store.metadata import EpisodeMetadata, parse_time
 from smoldata_tui.session.sandbox_processes import ProcessProbe, RunningCommand
 from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip, neutralize

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from smoldata_tui.session.metadata import EpisodeMetadata, effective_status
+from smoldata_tui.store.metadata import EpisodeMetadata, effective_status
 from smoldata_tui.trace import Stats, Verdict
 from smoldata_tui.trace.finding_labels import infer_status
 from smoldata_tui.trace.text import clip

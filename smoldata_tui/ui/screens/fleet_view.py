@@ -16,7 +16,7 @@ from rich.text import Text
 
 from smoldata_tui.fleet.aggregate import FleetTotals, TaskTotals
 from smoldata_tui.fleet.summary import EpisodeSummary
-from smoldata_tui.session.metadata import parse_time
+from smoldata_tui.store.metadata import parse_time
 from smoldata_tui.trace.text import clip
 
 NO_TASK = "(no task)"

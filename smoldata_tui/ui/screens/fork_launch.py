@@ -32,7 +32,7 @@ class ConfirmFork(ConfirmCancel):
 
 def ask_to_fork(screen) -> None:
     """From the episode screen: the cursor row's step, confirmed, then the form."""
-    from smoldata_tui.session.fork import ForkError, check_step, load_parent
+    from smoldata_tui.replay.fork import ForkError, check_step, load_parent
 
     event = screen.timeline.cursor_event
     if event is None:
@@ -80,10 +80,10 @@ class ForkForm(ModalForm):
                 yield Button("Back", id="back")
 
     def action_start(self) -> None:
-        from smoldata_tui.run_command import UsageError, find_task
+        from smoldata_tui.commands.run import UsageError, find_task
         from smoldata_tui.session.episode import EpisodeSpec
-        from smoldata_tui.session.fork import open_fork_endpoint
-        from smoldata_tui.session.model_endpoint import EndpointError
+        from smoldata_tui.replay.fork import open_fork_endpoint
+        from smoldata_tui.replay.model_endpoint import EndpointError
         from smoldata_tui.tasks import TaskError
 
         value = {name: self.query_one(f"#{name}", Input).value.strip() for name in ("model", "base-url", "api-key")}

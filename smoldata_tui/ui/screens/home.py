@@ -19,9 +19,9 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Sta
 
 from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, has_api_key
 from smoldata_tui.session.episode import EpisodeSpec
-from smoldata_tui.session.metadata import effective_status, is_trace_name, metadata_path_for
-from smoldata_tui.session.metadata_reader import load_metadata
-from smoldata_tui.session.model_endpoint import EndpointError, open_endpoint
+from smoldata_tui.store.metadata import effective_status, is_trace_name, metadata_path_for
+from smoldata_tui.store.metadata_reader import load_metadata
+from smoldata_tui.replay.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.tasks import Task, TaskError, load_task_set
 from smoldata_tui.trace.text import clip

@@ -23,8 +23,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Log, Static
 
 from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec, stages_for
-from smoldata_tui.session.replay_divergence import describe_divergence
-from smoldata_tui.session.secret_scrub import SecretScrubber
+from smoldata_tui.replay.divergence import describe_divergence
+from smoldata_tui.masking import SecretScrubber
 from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.theme_text import ThemedStatic, themed

@@ -10,9 +10,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from smoldata_tui.episode.integrity import trace_integrity_findings
-from smoldata_tui.session.metadata import EpisodeMetadata
-from smoldata_tui.session.replay_divergence import describe_divergence
+from smoldata_tui.trace.integrity import trace_integrity_findings
+from smoldata_tui.store.metadata import EpisodeMetadata
+from smoldata_tui.replay.divergence import describe_divergence
 from smoldata_tui.session.proxy_trace import ProxyTurn, load_proxy_trace, summary_line
 from smoldata_tui.trace.finding import Finding
 from smoldata_tui.trace.text import byte_size, clip, neutralize

@@ -27,10 +27,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from smoldata_tui.fork_command import fork_line, fork_report, open_model_endpoint, prepare_fork
+from smoldata_tui.commands.fork import fork_line, fork_report, open_model_endpoint, prepare_fork
 from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec
-from smoldata_tui.session.model_endpoint import EndpointError
-from smoldata_tui.session.replay_divergence import describe_divergence
+from smoldata_tui.replay.model_endpoint import EndpointError
+from smoldata_tui.replay.divergence import describe_divergence
 from smoldata_tui.tasks import TaskError, default_task_root, load_task
 from smoldata_tui.trace import TraceAnalysis
 from smoldata_tui.trace.number_format import format_offset
@@ -209,7 +209,7 @@ def check_text_options(args) -> None:
             raise UsageError(f"{_flag(name)} is empty: give it a value, or leave it out for its default")
     version = getattr(args, "opencode_version", None)
     if version is not None:
-        from smoldata_tui.session.opencode_install import OpenCodeInstallError, _checked_version
+        from smoldata_tui.opencode.install import OpenCodeInstallError, _checked_version
 
         try:
             _checked_version(version)
@@ -322,7 +322,7 @@ def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = N
         return 2
     names = list(getattr(args, "task", None) or [])
     if getattr(args, "all", False) or len(names) != 1 or getattr(args, "attempts", 1) != 1:
-        from smoldata_tui.batch_command import run_batch
+        from smoldata_tui.commands.batch import run_batch
 
         return run_batch(args, out, err)
     try:
@@ -331,7 +331,7 @@ def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = N
         print(f"smoldata-tui run: {exc}", file=err)
         return 2
     if not args.headless:
-        from smoldata_tui.ui.live_app import run_live
+        from smoldata_tui.ui.apps.live import run_live
 
         return run_live(spec)
     return run_headless(spec, out, err)

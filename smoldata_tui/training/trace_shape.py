@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from smoldata_tui.session.metadata import REQUESTS_SUFFIX, TRAINING_SUFFIX, sibling_path
+from smoldata_tui.store.metadata import REQUESTS_SUFFIX, TRAINING_SUFFIX, sibling_path
 from smoldata_tui.trace.reader import read_at_most
 from smoldata_tui.trace.text import clip
 from smoldata_tui.training.requests import read_requests

@@ -1,7 +1,7 @@
 """Writing ``run.meta.json`` so that a reader never sees half of one (a temporary file in the
 same folder, synced, then renamed over the old one), and the one rewrite of a saved file: an
 episode whose owner is gone marked ``interrupted``. The format is documented in
-:mod:`smoldata_tui.session.metadata`."""
+:mod:`smoldata_tui.store.metadata`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from smoldata_tui.session.metadata import EpisodeMetadata, effective_status
-from smoldata_tui.session.metadata_reader import load_metadata
+from smoldata_tui.store.metadata import EpisodeMetadata, effective_status
+from smoldata_tui.store.metadata_reader import load_metadata
 
 
 def save_metadata(path: str | os.PathLike[str], metadata: EpisodeMetadata,

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from smoldata_tui.session.metadata import metadata_path_for
-from smoldata_tui.session.metadata_reader import load_metadata
-from smoldata_tui.session.opencode_install import OpenCodeInstallError, _checked_version, ensure_opencode
-from smoldata_tui.session.trace_shape import TraceShape, read_shape, shape_changes
+from smoldata_tui.store.metadata import metadata_path_for
+from smoldata_tui.store.metadata_reader import load_metadata
+from smoldata_tui.opencode.install import OpenCodeInstallError, _checked_version, ensure_opencode
+from smoldata_tui.training.trace_shape import TraceShape, read_shape, shape_changes
 from smoldata_tui.trace.text import clip
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2

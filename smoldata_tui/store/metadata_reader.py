@@ -1,7 +1,7 @@
 """Reading ``run.meta.json``, whoever wrote it: tolerant of missing, unknown and mistyped
 fields, refusing only what is not an episode metadata file (or a newer major version of one),
 and naming each problem in one sentence. The format is documented in
-:mod:`smoldata_tui.session.metadata`. Pure: no Textual, no network."""
+:mod:`smoldata_tui.store.metadata`. Pure: no Textual, no network."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import re
 
 import orjson
 
-from smoldata_tui.session.credentials import redact, redact_text
-from smoldata_tui.session.metadata import (
+from smoldata_tui.masking import redact, redact_text
+from smoldata_tui.store.metadata import (
     FORMAT,
     SCHEMA_VERSION,
     STATUSES,

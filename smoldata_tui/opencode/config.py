@@ -26,7 +26,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from smoldata_tui.session.credentials import SECRET_NAME
+from smoldata_tui.masking import SECRET_NAME
 
 __all__ = [
     "DISABLED_TOOLS",

@@ -4,13 +4,13 @@ episode (a batch's k forks too), and the headless line's ``fork`` (session/fork.
 from __future__ import annotations
 
 from smoldata_tui.session.episode_spec import EpisodeResult
-from smoldata_tui.session.model_endpoint import open_endpoint
+from smoldata_tui.replay.model_endpoint import open_endpoint
 
 
 def prepare_fork(args) -> None:
     """``--fork``: the parent, its task and the edit, settled once (k forks of a batch share them)."""
-    from smoldata_tui.run_command import UsageError, find_task
-    from smoldata_tui.session.fork import ForkError, check_step, load_parent, prepare_edit
+    from smoldata_tui.commands.run import UsageError, find_task
+    from smoldata_tui.replay.fork import ForkError, check_step, load_parent, prepare_edit
     from smoldata_tui.tasks import TaskError
 
     if not getattr(args, "fork", None):
@@ -42,7 +42,7 @@ def open_model_endpoint(args):
     parent = getattr(args, "fork_parent", None)
     if parent is None:
         return open_endpoint(model=args.model, base_url=args.base_url, api_key=args.api_key)
-    from smoldata_tui.session.fork import open_fork_endpoint
+    from smoldata_tui.replay.fork import open_fork_endpoint
 
     return open_fork_endpoint(parent, args.at_step, model=args.model, base_url=args.base_url, api_key=args.api_key,
                               edit=args.fork_edit)  # fmt: skip
@@ -53,7 +53,7 @@ def fork_report(result: EpisodeResult) -> dict | None:
     record = result.metadata.fork
     if not record:
         return None
-    from smoldata_tui.session.fork import fork_divergence
+    from smoldata_tui.replay.fork import fork_divergence
 
     return {**record, **fork_divergence(record["parent"], result.trace_path)}
 

@@ -95,8 +95,8 @@ def _sendable_in_a_header(value: str) -> bool:
 
 
 def _replay(source: Path, divergence_path: Path | None) -> ModelEndpoint:
-    from smoldata_tui.session.replay_script import ReplayScript
-    from smoldata_tui.session.replay_server import ReplayServer
+    from smoldata_tui.replay.script import ReplayScript
+    from smoldata_tui.replay.server import ReplayServer
 
     if not source.is_file():
         raise EndpointError(f"replay: {source}: no such trace file")

@@ -153,7 +153,7 @@ def check_all(
     paths = [item.path for item in listed]
     cache = None
     if use_cache and as_json:
-        from smoldata_tui.check_cache import CheckCache
+        from smoldata_tui.commands.check_cache import CheckCache
 
         cache = CheckCache(listed)
         with_metadata = True  # a kept summary then serves --summary too
@@ -231,7 +231,7 @@ def run_check(
         if summary:
             last_lines.append(orjson.dumps(fleet_totals(result.summary for result in results).to_json()) + b"\n")
         if found_groups is not None:
-            from smoldata_tui.check_groups import groups_line
+            from smoldata_tui.commands.check_groups import groups_line
 
             last_lines.append(groups_line(found_groups))
         for line in last_lines:
@@ -241,14 +241,14 @@ def run_check(
                 out.write(line.decode())
         out.flush()
     else:
-        from smoldata_tui.check_table import print_summary, print_table
+        from smoldata_tui.commands.check_table import print_summary, print_table
 
         if summary:
             print_summary(fleet_totals(result.summary for result in results), results, out=out, strict=strict)
         elif found_groups is None:
             print_table(results, out=out, strict=strict)
         if found_groups is not None:
-            from smoldata_tui.check_groups import print_groups
+            from smoldata_tui.commands.check_groups import print_groups
 
             print_groups(found_groups, out=out)
     return exit_status(results, strict=strict)

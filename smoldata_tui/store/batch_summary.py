@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smoldata_tui.session.metadata_writer import write_text_atomically
-from smoldata_tui.session.pass_at import pass_at_all
+from smoldata_tui.store.metadata_writer import write_text_atomically
+from smoldata_tui.store.pass_at import pass_at_all
 
 BATCH_FILE = "batch.json"
 PASS_REWARD = 1.0  # the environment's env_reward of a correct answer

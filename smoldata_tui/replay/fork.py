@@ -20,8 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from smoldata_tui.session.metadata import EpisodeMetadata, metadata_path_for
-from smoldata_tui.session.model_endpoint import ModelEndpoint, open_endpoint
+from smoldata_tui.store.metadata import EpisodeMetadata, metadata_path_for
+from smoldata_tui.replay.model_endpoint import ModelEndpoint, open_endpoint
 
 __all__ = ["ForkError", "ForkParent", "fork_divergence", "load_parent", "open_fork_endpoint", "prepare_edit"]
 
@@ -54,8 +54,8 @@ class ForkParent:
 
 def load_parent(episode: str | os.PathLike[str]) -> ForkParent:
     """A saved episode's folder (with ``run.jsonl``) or its trace file."""
-    from smoldata_tui.session.metadata_reader import load_metadata
-    from smoldata_tui.session.replay_script import ReplayScript
+    from smoldata_tui.store.metadata_reader import load_metadata
+    from smoldata_tui.replay.script import ReplayScript
 
     path = Path(episode).expanduser()
     if path.is_dir():
@@ -128,7 +128,7 @@ def run_editor(text: str, what: str, environ: dict[str, str] | None = None) -> s
 
 def prepare_edit(parent: ForkParent, at_step: int, prompt: str, edit=run_editor):
     """The :class:`ForkEdit` for ``--edit`` (None when the text came back unchanged)."""
-    from smoldata_tui.session.fork_server import ForkEdit
+    from smoldata_tui.replay.fork_server import ForkEdit
 
     call_id, what, text = edit_target(parent, at_step, prompt)
     edited = edit(text, what)
@@ -143,7 +143,7 @@ def fork_label(parent: ForkParent, at_step: int, model_label: str, edited: bool)
 def open_fork_endpoint(parent: ForkParent, at_step: int, *, model: str | None, base_url: str | None = None,
                        api_key: str | None = None, edit=None) -> ModelEndpoint:  # fmt: skip
     """The fork's endpoint: the replay of the steps before ``at_step``, then ``model``."""
-    from smoldata_tui.session.fork_server import ForkServer
+    from smoldata_tui.replay.fork_server import ForkServer
 
     check_step(parent, at_step)
     target = open_endpoint(model=model, base_url=base_url, api_key=api_key)

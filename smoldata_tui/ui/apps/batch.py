@@ -8,7 +8,7 @@ import sys
 
 from smoldata_tui.session.batch import BatchPlan
 from smoldata_tui.ui.exit_status import tui_exit_status
-from smoldata_tui.ui.live_app import LiveApp, _run_guarded
+from smoldata_tui.ui.apps.live import LiveApp, _run_guarded
 
 
 class BatchApp(LiveApp):

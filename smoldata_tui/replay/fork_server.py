@@ -24,8 +24,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
-from smoldata_tui.session.replay_script import ReplayScript
-from smoldata_tui.session.replay_server import ReplayServer
+from smoldata_tui.replay.script import ReplayScript
+from smoldata_tui.replay.server import ReplayServer
 
 __all__ = ["ForkEdit", "ForkServer"]
 

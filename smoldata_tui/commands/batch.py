@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import TextIO
 
-from smoldata_tui.run_command import (
+from smoldata_tui.commands.run import (
     STOP_SIGNALS,
     HeadlessPrinter,
     UsageError,
@@ -29,7 +29,7 @@ from smoldata_tui.run_command import (
     watch_reader,
 )
 from smoldata_tui.session.batch import Batch, BatchPlan, EpisodeRun
-from smoldata_tui.session.model_endpoint import EndpointError
+from smoldata_tui.replay.model_endpoint import EndpointError
 from smoldata_tui.tasks import TaskError, default_task_root
 from smoldata_tui.tasks.load import load_task_set
 from smoldata_tui.trace.text import clip
@@ -109,7 +109,7 @@ def run_batch(args, out: TextIO | None = None, err: TextIO | None = None) -> int
         print(f"smoldata-tui run: {exc}", file=err)
         return 2
     if not args.headless:
-        from smoldata_tui.ui.batch_app import run_batch_live
+        from smoldata_tui.ui.apps.batch import run_batch_live
 
         return run_batch_live(plan)
     return run_batch_headless(plan, out, err)

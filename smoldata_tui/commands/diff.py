@@ -50,7 +50,7 @@ def _run_screen(a: str, b: str) -> int:
         print("smoldata-tui diff: needs a terminal; use `smoldata-tui diff --json A B` for text output",
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
-    from smoldata_tui.ui.screens.diff_app import DiffApp
+    from smoldata_tui.ui.apps.diff import DiffApp
 
     app = DiffApp(a, b)
     app.run()

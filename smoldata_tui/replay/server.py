@@ -40,9 +40,9 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from smoldata_tui.session.replay_divergence import DivergenceLog, normalise_result
-from smoldata_tui.session.replay_script import ReplayScript, ReplayTurn
-from smoldata_tui.session.token_dialect import LEVELS, add_token_fields
+from smoldata_tui.replay.divergence import DivergenceLog, normalise_result
+from smoldata_tui.replay.script import ReplayScript, ReplayTurn
+from smoldata_tui.replay.token_dialect import LEVELS, add_token_fields
 from smoldata_tui.training.requests import request_summary
 
 __all__ = ["END_OF_RECORDING_TEXT", "ReplayServer", "TITLE_TEXT", "request_summary"]

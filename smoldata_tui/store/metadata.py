@@ -54,14 +54,14 @@ shows that. Gone means: the lock on ``run.lock`` beside it is free (the owner ho
 whole run, in whatever PID namespace it runs; ``owner.lock`` says it took one), or for an
 episode saved before the lock, its pid and start time name no process.
 
-Secrets never reach the file or the screen: :func:`~smoldata_tui.session.credentials.redact` drops every config key whose
+Secrets never reach the file or the screen: :func:`~smoldata_tui.masking.redact` drops every config key whose
 name contains key/token/secret/password/authorization and every value that looks like a
-credential; :func:`~smoldata_tui.session.metadata_reader.load_metadata` redacts again, so a file
+credential; :func:`~smoldata_tui.store.metadata_reader.load_metadata` redacts again, so a file
 written by another tool is safe to show too. Pure: no Textual, no network.
 
 This module is the model and the names of the files beside a trace; reading a file written by
-anyone is :mod:`~smoldata_tui.session.metadata_reader`, writing one atomically
-:mod:`~smoldata_tui.session.metadata_writer`.
+anyone is :mod:`~smoldata_tui.store.metadata_reader`, writing one atomically
+:mod:`~smoldata_tui.store.metadata_writer`.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from smoldata_tui.session.owner import LOCK_SUFFIX, owner_alive
+from smoldata_tui.store.owner import LOCK_SUFFIX, owner_alive
 
 FORMAT = "smoldata-episode"
 SCHEMA_VERSION = 1
@@ -165,7 +165,7 @@ class EpisodeMetadata:
 
     def to_json(self) -> dict:
         # imported here, as in redacted_error: check's cached re-run imports this module, never writes one
-        from smoldata_tui.session.credentials import redact
+        from smoldata_tui.masking import redact
 
         return {
             "format": FORMAT,
@@ -248,7 +248,7 @@ def sibling_path(trace: str | os.PathLike[str], suffix: str) -> str:
 
 def lock_path_for(metadata_path: str | os.PathLike[str]) -> str | None:
     """``run.meta.json`` → ``run.lock``, the file its running owner holds locked
-    (:mod:`~smoldata_tui.session.owner`); None for a name without the metadata suffix."""
+    (:mod:`~smoldata_tui.store.owner`); None for a name without the metadata suffix."""
     path = os.fspath(metadata_path)
     return path[: -len(METADATA_SUFFIX)] + LOCK_SUFFIX if path.endswith(METADATA_SUFFIX) else None
 
@@ -263,7 +263,7 @@ def redacted_error(value: dict | None) -> dict | None:
     """``{"stage", "message"}`` as strings, credential-looking text masked; None when absent."""
     if not value:
         return None
-    from smoldata_tui.session.credentials import redact_text
+    from smoldata_tui.masking import redact_text
 
     return {name: redact_text(str(value.get(name) or "")) for name in ("stage", "message")}
 

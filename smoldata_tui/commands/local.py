@@ -20,10 +20,10 @@ from typing import TextIO
 
 from smoldata_tui.sandbox import registry
 from smoldata_tui.sandbox.local import default_base_dir
-from smoldata_tui.session.metadata import effective_status, is_trace_name, lock_path_for, metadata_path_for
-from smoldata_tui.session.metadata_reader import load_metadata
-from smoldata_tui.session.metadata_writer import mark_interrupted
-from smoldata_tui.session.owner import remove_stale_run_lock
+from smoldata_tui.store.metadata import effective_status, is_trace_name, lock_path_for, metadata_path_for
+from smoldata_tui.store.metadata_reader import load_metadata
+from smoldata_tui.store.metadata_writer import mark_interrupted
+from smoldata_tui.store.owner import remove_stale_run_lock
 from smoldata_tui.trace.text import neutralize
 
 

@@ -1,0 +1,1 @@
+"""The Textual apps, and the one place screens are opened from (navigation)."""
