@@ -15,7 +15,8 @@ from smoldata_tui.store.metadata import EpisodeMetadata, Grade
 from smoldata_tui.store.metadata_writer import save_metadata
 from smoldata_tui.ui.screens.diff import DiffDetailView, DiffScreen
 from smoldata_tui.ui.apps.diff import DiffApp
-from smoldata_tui.ui.screens.diff_view import DiffHelpScreen
+from smoldata_tui.ui.apps.navigation import Navigation
+from smoldata_tui.ui.screens.help import HelpScreen
 
 from .test_diff_cli import HEAD, LS, PY, episode
 from .test_ui_helpers import screen_lines, wait_for
@@ -95,7 +96,7 @@ async def test_help_and_palette_list_the_diff_keys(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot)
         await pilot.press("question_mark")
-        assert isinstance(app.screen, DiffHelpScreen)
+        assert isinstance(app.screen, HelpScreen)
         shown = "\n".join(screen_lines(app))
         for description in ("Next difference", "Previous difference", "First divergence", "Next pair", "Quit"):
             assert description in shown, description
@@ -143,7 +144,7 @@ async def test_same_calls_exit_zero(tmp_path):
 async def test_the_screen_can_be_pushed_from_another_screen_and_left(tmp_path):
     a, b = two_episodes(tmp_path)
 
-    class Host(App[None]):
+    class Host(Navigation, App[None]):
         def compose(self):
             yield Static("the fleet table")
 

@@ -180,14 +180,14 @@ async def test_help_and_palette_list_every_fleet_key_sort_and_filter(tmp_path):
     from textual.command import CommandPalette
 
     from smoldata_tui.ui.keys import bindings_of
-    from smoldata_tui.ui.screens.fleet_commands import FleetCommands
+    from smoldata_tui.ui.screens.palette import ScreenCommands
     from smoldata_tui.ui.screens.fleet_table import FleetTable
 
     folder = folder_of_traces(tmp_path)
     app = replay_app(folder)
     async with app.run_test(notifications=True, size=(200, 60)) as pilot:
         screen = await fleet_ready(pilot, 4)
-        titles = {title for title, _help, _run in FleetCommands(screen)._commands()}
+        titles = {title for title, _help, _run in ScreenCommands(screen)._commands()}
         for owner in (FleetScreen, FleetTable):
             for binding in bindings_of(owner):
                 assert binding.description in titles, binding.description

@@ -5,10 +5,10 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.command import CommandPalette
 
-from smoldata_tui.ui.commands import EpisodeCommands
 from smoldata_tui.ui.keys import bindings_of, key_display
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.help import HelpScreen
+from smoldata_tui.ui.screens.palette import ScreenCommands
 from smoldata_tui.ui.widgets.detail import DetailView
 from smoldata_tui.ui.widgets.find_bar import FindBar
 from smoldata_tui.ui.widgets.findings_panel import FindingsList
@@ -59,7 +59,7 @@ async def test_palette_holds_every_action_and_runs_them():
     app = replay_app(SAMPLES / "tool_errors.jsonl")
     async with app.run_test(notifications=True, size=SIZE) as pilot:
         screen = await loaded(pilot)
-        provider = EpisodeCommands(screen)
+        provider = ScreenCommands(screen)
         titles = {title for title, _help, _run in provider._commands()}
         for owner in (Timeline, EpisodeScreen, DetailView, FindingsList, TurnTable):
             for binding in bindings_of(owner):

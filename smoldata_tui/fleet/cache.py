@@ -90,8 +90,8 @@ def tool_version() -> str:
     deciding = [*package.joinpath("trace").glob("*.py"), *package.joinpath("training").glob("*.py"),
                 *package.joinpath("episode").glob("*.py"),
                 package / "fleet" / "summary.py", package / "fleet" / "work.py", package / "fleet" / "cache.py",
-                package / "session" / "metadata.py", package / "session" / "metadata_reader.py",
-                package / "check.py"]  # fmt: skip
+                package / "store" / "metadata.py", package / "store" / "metadata_reader.py",
+                package / "commands" / "check.py"]  # fmt: skip
     sources = []
     for source in sorted(deciding):
         info = source.stat()

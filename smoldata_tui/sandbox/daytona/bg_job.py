@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Any
 
 from smoldata_tui.sandbox.daytona import shell
 from smoldata_tui.sandbox.daytona.bridge import Cancelled
 from smoldata_tui.sandbox.errors import SandboxError
-
-if TYPE_CHECKING:
-    from smoldata_tui.sandbox.daytona.handle import DaytonaSandbox
 
 _log = logging.getLogger(__name__)
 WAIT_STEP_S = 0.25
@@ -24,7 +21,8 @@ KILLED_EXIT_CODE = 128 + 9
 class DaytonaBgJob:
     """A background command in its own Daytona session (the protocol's ``BgJob``)."""
 
-    def __init__(self, sandbox: DaytonaSandbox, session_id: str, command_id: str) -> None:
+    # ``sandbox`` is the DaytonaSandbox that started the job (handle.py, which imports this module).
+    def __init__(self, sandbox: Any, session_id: str, command_id: str) -> None:
         self._sandbox = sandbox
         self.session_id = session_id
         self.command_id = command_id

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from textual.app import App
 
+from smoldata_tui.ui.apps.navigation import Navigation
 from smoldata_tui.ui.gc_tuning import QuietCollector
 
 
-class DiffApp(App[None]):
+class DiffApp(Navigation, App[None]):
     TITLE = "smoldata-tui diff"
 
     def __init__(self, a_path: str, b_path: str) -> None:

@@ -20,7 +20,8 @@ from textual.app import App
 from textual.binding import Binding
 
 from smoldata_tui.session.episode import EpisodeSpec
-from smoldata_tui.ui.commands import EpisodeCommands
+from smoldata_tui.ui.apps.navigation import Navigation
+from smoldata_tui.ui.screens.palette import ScreenCommands
 from smoldata_tui.ui.exit_status import signal_exit_status, tui_exit_status
 from smoldata_tui.ui.gc_tuning import QuietCollector
 
@@ -29,10 +30,10 @@ EPISODE_STOP_S = 180.0  # enough for the agent's TERM grace, `opencode export` a
 EXIT_GRACE_S = 10.0  # after the episode is saved, how long Textual gets to restore the terminal
 
 
-class LiveApp(App[None]):
+class LiveApp(Navigation, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "smoldata-tui"
-    COMMANDS = App.COMMANDS | {EpisodeCommands}
+    COMMANDS = App.COMMANDS | {ScreenCommands}
     BINDINGS = [Binding("ctrl+c", "interrupt", "Cancel the episode", show=False, priority=True)]
 
     def __init__(self, spec: EpisodeSpec | None = None, *, tasks_root: Path | None = None,

@@ -9,17 +9,18 @@ from pathlib import Path
 
 from textual.app import App
 
-from smoldata_tui.ui.commands import EpisodeCommands
+from smoldata_tui.ui.apps.navigation import Navigation
+from smoldata_tui.ui.screens.palette import ScreenCommands
 from smoldata_tui.ui.exit_status import tui_exit_status
 from smoldata_tui.ui.gc_tuning import QuietCollector
 
 
-class ReplayApp(App[None]):
+class ReplayApp(Navigation, App[None]):
     """Opens the episode screen on a trace file, or the fleet table on a folder of episodes."""
 
     CSS_PATH = "app.tcss"
     TITLE = "smoldata-tui"
-    COMMANDS = App.COMMANDS | {EpisodeCommands}
+    COMMANDS = App.COMMANDS | {ScreenCommands}
 
     def __init__(self, target: Path, *, follow: bool = False, speed: float | None = None) -> None:
         super().__init__()
@@ -30,13 +31,10 @@ class ReplayApp(App[None]):
 
     def on_mount(self) -> None:
         self.collector.start()  # see ui/gc_tuning.py
-        from smoldata_tui.ui.screens.episode import EpisodeScreen
-        from smoldata_tui.ui.screens.fleet import FleetScreen
-
         if self.target.is_dir():
-            self.push_screen(FleetScreen(self.target, follow=self.follow, speed=self.speed))
+            self.open_fleet(self.target, standalone=True, follow=self.follow, speed=self.speed)
         else:
-            self.push_screen(EpisodeScreen(self.target, follow=self.follow, speed=self.speed))
+            self.open_episode(self.target, follow=self.follow, speed=self.speed)
 
     def on_unmount(self) -> None:
         self.collector.stop()

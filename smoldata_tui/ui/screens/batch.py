@@ -172,9 +172,7 @@ class BatchScreen(Screen[None]):
         if run is None or run.trace_path is None:
             self.app.bell()
             return
-        from smoldata_tui.ui.screens.episode import EpisodeScreen
-
-        self.app.push_screen(EpisodeScreen(run.trace_path, follow=run.outcome.state != "ended", from_picker=True))
+        self.app.open_episode(run.trace_path, follow=run.outcome.state != "ended", from_picker=True)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()  # the table takes Enter for itself: it means "follow this episode" here
@@ -182,9 +180,7 @@ class BatchScreen(Screen[None]):
 
     def action_attempt_groups(self) -> None:
         """The groups of the episodes saved so far (rewards of running ones are not known yet)."""
-        from smoldata_tui.ui.screens.groups import GroupsScreen
-
-        self.app.push_screen(GroupsScreen(folder=self.batch.folder))
+        self.app.open_groups(folder=self.batch.folder)
 
     def action_requeue(self) -> None:
         run = self._current()
@@ -244,6 +240,4 @@ class BatchScreen(Screen[None]):
                         title="batch ended")  # fmt: skip
 
     def action_fleet(self) -> None:
-        from smoldata_tui.ui.screens.fleet import FleetScreen
-
-        self.app.push_screen(FleetScreen(self.batch.folder, standalone=False))
+        self.app.open_fleet(self.batch.folder, standalone=False)

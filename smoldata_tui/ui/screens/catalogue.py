@@ -1,4 +1,5 @@
-"""Which bindings each screen has, for the help screen and the command palette."""
+"""Which bindings each screen has, for the help screen and the command palette: each screen names
+its sections, so this module imports no screen."""
 
 from __future__ import annotations
 
@@ -10,40 +11,14 @@ from smoldata_tui.ui.keys import KeyHelp, key_catalogue, key_display
 
 
 def catalogue_for(screen: Screen) -> list[KeyHelp]:
-    from smoldata_tui.ui.screens.episode import EpisodeScreen
-    from smoldata_tui.ui.screens.filter import FilterScreen
-    from smoldata_tui.ui.screens.fleet import FleetScreen
-    from smoldata_tui.ui.screens.fleet_table import FleetTable
-    from smoldata_tui.ui.widgets.conversation import ConversationView
-    from smoldata_tui.ui.widgets.detail import DetailView
-    from smoldata_tui.ui.widgets.find_bar import FindBar
-    from smoldata_tui.ui.widgets.findings_panel import FindingsList
-    from smoldata_tui.ui.widgets.timeline import Timeline
-    from smoldata_tui.ui.widgets.training_panel import TurnTable
-
-    from smoldata_tui.ui.screens.group import GroupScreen
-    from smoldata_tui.ui.screens.groups import GroupsScreen
-
-    if isinstance(screen, FleetScreen):
-        groups = [("Fleet table", FleetScreen), ("Rows", FleetTable)]
-    elif isinstance(screen, (GroupsScreen, GroupScreen)):
-        groups = [("Attempt groups", GroupsScreen), ("One group", GroupScreen)]
-    else:
-        groups = [
-            ("Timeline", Timeline),
-            ("Episode", EpisodeScreen),
-            ("Detail pane", DetailView),
-            ("Findings list", FindingsList),
-            ("Conversation", ConversationView),
-            ("Training tab", TurnTable),
-            ("Find bar", FindBar),
-            ("Filter dialog", FilterScreen),
-        ]
-    entries = key_catalogue(groups)
-    entries += app_entries(type(screen.app))
-    if isinstance(screen, EpisodeScreen) and screen.speed is None:  # no --speed: no playback keys
-        entries = [entry for entry in entries if not entry.action.startswith("playback_")]
-    return entries
+    """Every key of ``screen``: the bindings of the classes its ``help_sections()`` names (a heading
+    and the class whose BINDINGS it lists), then the app's; ``shown_help`` (if the screen has one)
+    drops entries that do not apply now."""
+    sections = getattr(screen, "help_sections", None)
+    groups = sections() if sections is not None else [(type(screen).__name__, type(screen))]
+    entries = key_catalogue(groups) + app_entries(type(screen.app))
+    shown = getattr(screen, "shown_help", None)
+    return shown(entries) if shown is not None else entries
 
 
 def app_entries(app_class: type[App]) -> list[KeyHelp]:

@@ -22,7 +22,9 @@ from smoldata_tui.diff import DiffInputError, EpisodeDiff, diff_paths, side_fact
 from smoldata_tui.diff.calls import CallReader
 from smoldata_tui.diff.detail import pair_detail
 from smoldata_tui.trace.text import neutralize
-from smoldata_tui.ui.screens.diff_view import DiffCommands, detail_blocks, header_lines
+from smoldata_tui.ui.screens.diff_view import detail_blocks, header_lines
+from smoldata_tui.ui.screens.help import HelpScreen
+from smoldata_tui.ui.screens.palette import ScreenCommands
 from smoldata_tui.ui.theme_text import ThemedStatic
 from smoldata_tui.ui.widgets.detail import DetailView
 from smoldata_tui.ui.widgets.diff_table import DiffTable
@@ -39,7 +41,7 @@ class DiffDetailView(DetailView):
 
 
 class DiffScreen(Screen[None]):
-    COMMANDS = {DiffCommands}
+    COMMANDS = {ScreenCommands}
     BINDINGS = [
         Binding("right_square_bracket", "next_difference", "Next difference"),
         Binding("left_square_bracket", "previous_difference", "Previous difference"),
@@ -172,9 +174,13 @@ class DiffScreen(Screen[None]):
 
     # --- help, back, quit ---------------------------------------------------------------------
     def action_help(self) -> None:
-        from smoldata_tui.ui.screens.diff_view import DiffHelpScreen
+        self.app.push_screen(HelpScreen(self))
 
-        self.app.push_screen(DiffHelpScreen(self))
+    def help_sections(self) -> list[tuple[str, type]]:
+        return [("Pairs", DiffTable), ("Diff", DiffScreen), ("Detail pane", DetailView)]
+
+    def palette_targets(self) -> dict[type, object]:
+        return {DiffScreen: self, DiffTable: self.table, DetailView: self.query_one(DiffDetailView)}
 
     def action_back(self) -> None:
         if not self.table.has_focus:

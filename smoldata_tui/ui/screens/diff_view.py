@@ -1,23 +1,16 @@
-"""What the diff screen says: its header, the detail pane's blocks, its help and its palette."""
+"""What the diff screen says: its header and the detail pane's blocks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 from rich.text import Text
-from textual.screen import Screen
 
 from smoldata_tui.diff import CHANGED, ONLY_A, ONLY_B, SAME, EpisodeDiff, SideFacts
 from smoldata_tui.diff.detail import PairDetail, diff_line_kind
 from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip
-from smoldata_tui.ui.commands import EpisodeCommands
-from smoldata_tui.ui.keys import KeyHelp, key_catalogue
 from smoldata_tui.ui.safe_text import safe_text
-from smoldata_tui.ui.screens.catalogue import app_entries
-from smoldata_tui.ui.screens.help import HelpScreen
 
 Block = tuple[str, list[str]]
 
@@ -119,46 +112,3 @@ def detail_blocks(detail: PairDetail) -> list[Block]:
         else:
             blocks.extend(_diff_block(lines))
     return blocks
-
-
-# --- keys: help and palette ----------------------------------------------------------------------
-def diff_catalogue(screen: Screen) -> list[KeyHelp]:
-    from smoldata_tui.ui.screens.diff import DiffScreen
-    from smoldata_tui.ui.widgets.detail import DetailView
-    from smoldata_tui.ui.widgets.diff_table import DiffTable
-
-    groups = [("Pairs", DiffTable), ("Diff", DiffScreen), ("Detail pane", DetailView)]
-    return key_catalogue(groups) + app_entries(type(screen.app))
-
-
-class DiffHelpScreen(HelpScreen):
-    """``?`` on the diff screen: its own keys, from its bindings."""
-
-    def __init__(self, parent_screen: Screen) -> None:
-        super().__init__(parent_screen)
-        self.entries = diff_catalogue(parent_screen)
-
-
-class DiffCommands(EpisodeCommands):
-    """Ctrl+P on the diff screen: every action of the help, runnable (the episode palette's
-    search and display, over this screen's actions)."""
-
-    def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
-        from smoldata_tui.ui.screens.diff import DiffDetailView, DiffScreen
-        from smoldata_tui.ui.widgets.detail import DetailView
-        from smoldata_tui.ui.widgets.diff_table import DiffTable
-
-        screen = self.screen
-        if not isinstance(screen, DiffScreen):
-            return []
-        targets = {DiffScreen: screen, DiffTable: screen.table, DetailView: screen.query_one(DiffDetailView)}
-        commands = []
-        seen = set()
-        for entry in diff_catalogue(screen):
-            target = targets.get(entry.owner)
-            if target is None or (entry.owner, entry.action) in seen:
-                continue
-            seen.add((entry.owner, entry.action))
-            commands.append((entry.description, f"{entry.context} \u00b7 key {entry.keys}",
-                             partial(target.run_action, entry.action)))  # fmt: skip
-        return commands

@@ -37,11 +37,11 @@ from smoldata_tui.ui.widgets.conversation import ConversationView
 from smoldata_tui.ui.widgets.detail import DetailView
 from smoldata_tui.ui.widgets.episode_panel import EpisodePanel
 from smoldata_tui.ui.widgets.find_bar import FindBar
-from smoldata_tui.ui.widgets.findings_panel import FindingsPanel
+from smoldata_tui.ui.widgets.findings_panel import FindingsList, FindingsPanel
 from smoldata_tui.ui.widgets.header import EpisodeHeader
 from smoldata_tui.ui.widgets.stats_panel import StatsPanel
 from smoldata_tui.ui.widgets.timeline import LineSource, Timeline, TimelineHeader
-from smoldata_tui.ui.widgets.training_panel import TrainingPanel
+from smoldata_tui.ui.widgets.training_panel import TrainingPanel, TurnTable
 
 
 class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Screen[None]):
@@ -373,11 +373,26 @@ class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Sc
         self.call_ender()
 
     def action_fork(self) -> None:
-        from smoldata_tui.ui.screens.fork_launch import ask_to_fork
-
-        ask_to_fork(self)
+        self.app.ask_to_fork(self)
 
     def action_help(self) -> None:
         from smoldata_tui.ui.screens.help import HelpScreen
 
         self.app.push_screen(HelpScreen(self))
+
+    # --- keys: the help's sections and the palette's targets (ui/screens/catalogue.py, palette.py) --
+    def help_sections(self) -> list[tuple[str, type]]:
+        from smoldata_tui.ui.screens.filter import FilterScreen
+
+        return [("Timeline", Timeline), ("Episode", EpisodeScreen), ("Detail pane", DetailView),
+                ("Findings list", FindingsList), ("Conversation", ConversationView), ("Training tab", TurnTable),
+                ("Find bar", FindBar), ("Filter dialog", FilterScreen)]  # fmt: skip
+
+    def shown_help(self, entries: list) -> list:
+        if self.speed is None:  # no --speed: no playback keys
+            return [entry for entry in entries if not entry.action.startswith("playback_")]
+        return entries
+
+    def palette_targets(self) -> dict[type, object]:
+        return {EpisodeScreen: self, Timeline: self.timeline, DetailView: self.query_one(DetailView),
+                FindingsList: self.query_one(FindingsList), TurnTable: self.query_one(TurnTable)}  # fmt: skip

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from textual.screen import Screen
 
 from smoldata_tui.store.metadata import EpisodeMetadata
 from smoldata_tui.ui.widgets.conversation import PROMPT, RECOVERED, ConversationView
 
-if TYPE_CHECKING:
-    from smoldata_tui.ui.screens.episode import EpisodeScreen
 
 PROMPT_LIMIT = 1 << 20  # an instruction.md bigger than this is not read whole into the view
 _TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -32,7 +31,7 @@ def shipped_task_prompt(task: str | None) -> tuple[str, str] | None:
     return text, f"from instruction.md of the shipped task \u201c{task}\u201d (the episode records only the task's name)"
 
 
-def episode_prompt(screen: EpisodeScreen, metadata: EpisodeMetadata | None) -> tuple[str, str] | None:
+def episode_prompt(screen: Screen, metadata: EpisodeMetadata | None) -> tuple[str, str] | None:
     """The prompt the agent received: the episode's own record of it, an export document's first
     user message, else (an episode saved before the record existed) the shipped task's file."""
     if metadata is not None and metadata.prompt:
@@ -43,7 +42,7 @@ def episode_prompt(screen: EpisodeScreen, metadata: EpisodeMetadata | None) -> t
 
 
 class ConversationController:
-    def __init__(self, screen: EpisodeScreen) -> None:
+    def __init__(self, screen: Screen) -> None:
         self.screen = screen
 
     @property

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from textual.timer import Timer
 from textual.worker import get_current_worker
+from textual.screen import Screen
 
 from smoldata_tui.ui.detail_content import Block, detail_blocks
 from smoldata_tui.ui.widgets.detail import DetailView, Rows, wrap_blocks
 
-if TYPE_CHECKING:
-    from smoldata_tui.ui.screens.episode import EpisodeScreen
 
 # Events bigger than this get their detail built on a worker thread (a 10 MB output must not
 # stall the keyboard); smaller ones at once, so the pane keeps up with the cursor.
@@ -21,7 +19,7 @@ FOLLOW_SECONDS = 0.3
 
 
 class DetailController:
-    def __init__(self, screen: EpisodeScreen) -> None:
+    def __init__(self, screen: Screen) -> None:
         self.screen = screen
         self.raw_mode = False
         self._generation = 0  # of the latest request: a slow build for an older one is dropped

@@ -6,8 +6,10 @@ screen class itself, while named handlers are found along the whole class hierar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from functools import partial
 
+from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.filtering import NO_FILTER, EventFilter
 from smoldata_tui.ui.screens.episode_search import SearchProgress
 from smoldata_tui.ui.widgets.find_bar import FindBar
@@ -15,15 +17,8 @@ from smoldata_tui.ui.widgets.findings_panel import FindingsList
 from smoldata_tui.ui.widgets.timeline import Timeline
 from smoldata_tui.ui.widgets.training_panel import TrainingPanel
 
-if TYPE_CHECKING:
-    from smoldata_tui.ui.screens.episode import EpisodeScreen
 
-    _Base = EpisodeScreen
-else:
-    _Base = object
-
-
-class EpisodeNavigation(_Base):
+class EpisodeNavigation:  # mixed into EpisodeScreen, which is a Screen
     # --- findings -----------------------------------------------------------------------------
     def on_findings_list_jump_requested(self, message: FindingsList.JumpRequested) -> None:
         finding = message.finding
@@ -89,6 +84,20 @@ class EpisodeNavigation(_Base):
             timeline.move_cursor(self.model.row_near(kept), by_user=False, center=True)
         timeline.post_message(Timeline.CursorMoved(timeline.cursor_event))
         self._update_status()
+
+    def palette_extras(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """The palette's ready-made filters (ui/screens/palette.py)."""
+        presets: list[tuple[str, EventFilter]] = [
+            ("Filter: only tool calls", EventFilter(kinds=frozenset({"tool_use"}))),
+            ("Filter: only rows with findings", EventFilter(findings_only=True)),
+            ("Filter: only rows with error findings", EventFilter(errors_only=True)),
+            ("Filter: only failed or unfinished calls", EventFilter(statuses=frozenset({"error", "unfinished"}))),
+            ("Filter: only text and reasoning", EventFilter(kinds=frozenset({"text", "reasoning"}))),
+            ("Filter: show everything", NO_FILTER),
+        ]
+        for tool in sorted(self.stats.calls_by_tool):
+            presets.append((f"Filter: only {clip(tool, 30)} calls", EventFilter(tools=frozenset({tool}))))
+        return [(title, "hide the other rows", partial(self.apply_filter, event_filter)) for title, event_filter in presets]
 
     def action_filter(self) -> None:
         from smoldata_tui.ui.screens.filter import FilterScreen

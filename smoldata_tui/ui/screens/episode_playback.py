@@ -4,17 +4,12 @@ and the keys that drive it (a mixin of EpisodeScreen)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+
+from textual.screen import Screen
 
 from smoldata_tui.ui.playback import PlaybackClock, PlaybackSchedule, build_schedule
 from smoldata_tui.ui.trace_follower import TraceFollower
 
-if TYPE_CHECKING:
-    from smoldata_tui.ui.screens.episode import EpisodeScreen
-
-    _Base = EpisodeScreen
-else:
-    _Base = object
 
 TICK_SECONDS = 0.05
 
@@ -23,7 +18,7 @@ class PlaybackController:
     """Owns the :class:`PlaybackClock`; everything it releases reaches the screen through the
     same :class:`TraceFollower` messages as a live run."""
 
-    def __init__(self, screen: EpisodeScreen, speed: float) -> None:
+    def __init__(self, screen: Screen, speed: float) -> None:
         self.screen = screen
         self.speed = speed
         self.clock: PlaybackClock | None = None
@@ -100,7 +95,7 @@ class PlaybackController:
         )
 
 
-class EpisodePlaybackKeys(_Base):
+class EpisodePlaybackKeys:  # mixed into EpisodeScreen, which is a Screen
     """Space, ``.``, ``<`` and ``>``; ``check_action`` offers them only when the screen plays a trace
     back (``--speed``)."""
 

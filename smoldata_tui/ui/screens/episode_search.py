@@ -7,17 +7,15 @@ import time
 from array import array
 from bisect import bisect_left, bisect_right
 from itertools import chain
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.message import Message
 from textual.worker import get_current_worker
+from textual.screen import Screen
 
 from smoldata_tui.ui.search import Query, make_query, search_events
 from smoldata_tui.ui.widgets.find_bar import FindBar
 
-if TYPE_CHECKING:
-    from smoldata_tui.ui.screens.episode import EpisodeScreen
 
 PROGRESS_SECONDS = 0.1
 
@@ -35,7 +33,7 @@ class SearchProgress(Message):
 
 
 class SearchController:
-    def __init__(self, screen: EpisodeScreen) -> None:
+    def __init__(self, screen: Screen) -> None:
         self.screen = screen
         self.query: Query | None = None
         self.matches = array("i")

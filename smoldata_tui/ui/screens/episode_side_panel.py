@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import TabbedContent
@@ -14,19 +13,13 @@ from smoldata_tui.ui.widgets.conversation import ConversationView
 from smoldata_tui.ui.widgets.findings_panel import FindingsList
 from smoldata_tui.ui.widgets.stats_panel import StatsPanel
 
-if TYPE_CHECKING:
-    from smoldata_tui.ui.screens.episode import EpisodeScreen
-
-    _Base = EpisodeScreen
-else:
-    _Base = object
 
 NARROW = 110  # below this many columns the side panel goes under the timeline
 TABS = {"detail": "detail-tab", "findings": "findings-tab", "stats": "stats-tab", "episode": "episode-tab",
         "training": "training-tab", "conversation": "conversation-tab"}  # fmt: skip
 
 
-class EpisodeSidePanel(_Base):
+class EpisodeSidePanel:  # mixed into EpisodeScreen, which is a Screen
     # --- showing the panel --------------------------------------------------------------------
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW, "-narrow")

@@ -23,7 +23,8 @@ from smoldata_tui.fleet.aggregate import fleet_totals
 from smoldata_tui.fleet.index import FleetIndex, RefreshResult, watch
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip
-from smoldata_tui.ui.screens.fleet_commands import FleetCommands
+from smoldata_tui.ui.screens.fleet_commands import fleet_palette_extras
+from smoldata_tui.ui.screens.palette import ScreenCommands
 from smoldata_tui.ui.screens.fleet_table import FleetHeader, FleetTable
 from smoldata_tui.ui.screens.fleet_view import COLUMN_KEYS, COLUMNS, NO_FILTER, FleetFilter, header_lines, view_rows
 from smoldata_tui.ui.theme_text import ThemedStatic
@@ -33,7 +34,7 @@ MARK_TWO = "mark two episodes with space, then d compares them"
 
 
 class FleetScreen(Screen[None]):
-    COMMANDS = {FleetCommands}
+    COMMANDS = {ScreenCommands}
     BINDINGS = [  # ? and q first: the footer keeps them at 80 columns
         Binding("question_mark", "help", "Keys"),
         Binding("q", "leave", "Quit"),
@@ -224,9 +225,7 @@ class FleetScreen(Screen[None]):
         if summary.error is not None:
             self.app.notify(clip(summary.error, 200), severity="error", markup=False)
             return
-        from smoldata_tui.ui.screens.episode import EpisodeScreen
-
-        self.app.push_screen(EpisodeScreen(Path(summary.path), follow=self.follow, speed=self.speed, from_picker=True))
+        self.app.open_episode(Path(summary.path), follow=self.follow, speed=self.speed, from_picker=True)
 
     def on_screen_resume(self) -> None:
         self.table.focus()
@@ -299,13 +298,11 @@ class FleetScreen(Screen[None]):
         self._redraw()
 
     def action_attempt_groups(self) -> None:
-        from smoldata_tui.ui.screens.groups import GroupsScreen
-
         summaries = [summary for summary in self.summaries.values() if summary.error is None]
         if not summaries:
             self.app.notify("no episode has been read yet", severity="warning")
             return
-        self.app.push_screen(GroupsScreen(summaries))
+        self.app.open_groups(summaries)
 
     def action_signatures(self) -> None:
         from smoldata_tui.ui.screens.signatures import SignaturesScreen
@@ -342,9 +339,7 @@ class FleetScreen(Screen[None]):
         if len(self.table.marked) != 2:
             self.app.notify(MARK_TWO, severity="warning")
             return
-        from smoldata_tui.ui.screens.diff import DiffScreen
-
-        self.app.push_screen(DiffScreen(*self.table.marked))
+        self.app.open_diff(*self.table.marked)
 
     def action_help(self) -> None:
         from smoldata_tui.ui.screens.help import HelpScreen
@@ -356,3 +351,13 @@ class FleetScreen(Screen[None]):
             self.app.exit()
         else:
             self.dismiss(None)
+
+    # --- keys: the help's sections and the palette (ui/screens/catalogue.py, palette.py) ----------
+    def help_sections(self) -> list[tuple[str, type]]:
+        return [("Fleet table", FleetScreen), ("Rows", FleetTable)]
+
+    def palette_targets(self) -> dict[type, object]:
+        return {FleetScreen: self, FleetTable: self.table}
+
+    def palette_extras(self) -> list:
+        return fleet_palette_extras(self)

@@ -124,6 +124,4 @@ class ForkLiveScreen(LiveScreen):
         if self.running or self.result is None or not self.result.trace_path.is_file():
             self.app.notify("the diff opens once the fork has ended", severity="warning")
             return
-        from smoldata_tui.ui.screens.diff import DiffScreen
-
-        self.app.push_screen(DiffScreen(self.parent_trace, self.result.trace_path))
+        self.app.open_diff(self.parent_trace, self.result.trace_path)

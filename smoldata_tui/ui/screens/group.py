@@ -24,7 +24,8 @@ from smoldata_tui.commands.check_groups import flags
 from smoldata_tui.fleet.groups import Group
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip, neutralize
-from smoldata_tui.ui.screens.groups import number, rewards_text
+from smoldata_tui.ui.screens.groups import GroupsScreen, number, rewards_text
+from smoldata_tui.ui.screens.help import HelpScreen
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 
 ATTEMPT_COLUMNS = ("#", "reward", "r − mean", "scaled", "verdict", "status", "steps", "calls", "tokens", "last tool")
@@ -195,9 +196,7 @@ class GroupScreen(Screen[None]):
         if attempt is None or attempt.error is not None:
             self.app.bell()
             return
-        from smoldata_tui.ui.screens.episode import EpisodeScreen
-
-        self.app.push_screen(EpisodeScreen(Path(attempt.path), from_picker=True))
+        self.app.open_episode(Path(attempt.path), from_picker=True)
 
     def action_mark(self) -> None:
         index = self.query_one("#group-attempts", DataTable).cursor_row
@@ -215,9 +214,7 @@ class GroupScreen(Screen[None]):
         if pair is None:
             self.app.notify("mark two attempts with space, then d compares them", severity="warning")
             return
-        from smoldata_tui.ui.screens.diff import DiffScreen
-
-        self.app.push_screen(DiffScreen(*(self.group.attempts[index].path for index in pair)))
+        self.app.open_diff(*(self.group.attempts[index].path for index in pair))
 
     def action_first_split(self, quiet: bool = False) -> None:
         split = (self.group.first_split or {}).get("step")
@@ -238,6 +235,7 @@ class GroupScreen(Screen[None]):
         self.dismiss(None)
 
     def action_help(self) -> None:
-        from smoldata_tui.ui.screens.help import HelpScreen
-
         self.app.push_screen(HelpScreen(self))
+
+    def help_sections(self) -> list[tuple[str, type]]:
+        return [("Attempt groups", GroupsScreen), ("One group", GroupScreen)]

@@ -22,6 +22,7 @@ from smoldata_tui.commands.check_groups import by_signal, flags
 from smoldata_tui.fleet.groups import Group, group_episodes
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.ui.screens.help import HelpScreen
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 
 GROUP_COLUMNS = ("task", "k", "rewards", "mean", "std", "flags", "adv. (scaled)", "tokens", "model")
@@ -138,14 +139,13 @@ class GroupsScreen(Screen[None]):
         if not self.groups:
             self.app.bell()
             return
-        from smoldata_tui.ui.screens.group import GroupScreen
-
-        self.app.push_screen(GroupScreen(self.groups[table.cursor_row]))
+        self.app.open_group(self.groups[table.cursor_row])
 
     def action_back(self) -> None:
         self.dismiss(None)
 
     def action_help(self) -> None:
-        from smoldata_tui.ui.screens.help import HelpScreen
-
         self.app.push_screen(HelpScreen(self))
+
+    def help_sections(self) -> list[tuple[str, type]]:
+        return [("Attempt groups", GroupsScreen)]

@@ -101,9 +101,7 @@ class HomeScreen(Screen[None]):
         if not _saved_traces(self.runs):
             self.app.notify(f"no saved episodes in {clip(str(self.runs), 80)} yet", markup=False)
             return
-        from smoldata_tui.ui.screens.fleet import FleetScreen
-
-        self.app.push_screen(FleetScreen(self.runs, standalone=False))
+        self.app.open_fleet(self.runs, standalone=False)
 
     def on_screen_resume(self) -> None:
         self.query_one("#home-episodes", Static).update(self._episodes_line())
@@ -219,10 +217,8 @@ class LaunchForm(ModalForm):
             return
         spec = EpisodeSpec(task=self.launch_task, endpoint=endpoint, backend=backend, timeout_s=timeout,
                            save_dir=self.runs, harness=harness, capture=capture, sampling=sampling)  # fmt: skip
-        from smoldata_tui.ui.screens.live import LiveScreen
-
         self.dismiss(None)
-        self.app.push_screen(LiveScreen(spec))
+        self.app.open_live(spec)
 
     def _sampling(self, through_capture: bool) -> dict | None:
         """Training's policy from the sampling field (as ``--sampling``); only the capture proxy applies it."""

@@ -263,13 +263,11 @@ class LiveScreen(Screen[None]):
     def action_timeline(self) -> None:
         if self.trace_path is None or self._timeline_shown:
             return
-        from smoldata_tui.ui.screens.episode import EpisodeScreen
-
         self._timeline_shown = True
-        timeline = EpisodeScreen(self.trace_path, follow=True, from_picker=True)
+        timeline = self.app.open_episode(self.trace_path, follow=True, from_picker=True,
+                                         callback=self._timeline_closed)  # fmt: skip
         timeline.process_probe = self._running_commands
         timeline.call_ender = self.action_end_call
-        self.app.push_screen(timeline, self._timeline_closed)
         self.call_after_refresh(self._find_follower, timeline)
 
     def _running_commands(self) -> list:
