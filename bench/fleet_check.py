@@ -52,7 +52,7 @@ FLOOR = """
 import os, sys, multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 import orjson
-from smoldata_tui.commands.check import list_traces
+from smoldata_tui.fleet.check import list_traces
 
 def one(path):
     with open(path, "rb") as handle:

@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()  # the reader went away (e.g. `| head`); nothing left to say
         return 0
     except Exception as exc:  # noqa: BLE001 - one clear line instead of a traceback
-        from smoldata_tui.commands.check import UsageError
+        from smoldata_tui.fleet.check import UsageError
 
         if isinstance(exc, UsageError):
             print(f"smoldata-tui {args.command}: {exc}", file=sys.stderr)

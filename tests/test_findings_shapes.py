@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from smoldata_tui.commands.check import check_one
+from smoldata_tui.fleet.check import check_one
 from smoldata_tui.trace import Severity, analyze_bytes, analyze_path
 from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.trace.export_doc import account_for_export, sniff_export

@@ -10,8 +10,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smoldata_tui.commands.check import check_all, json_line, run_check
+from smoldata_tui.commands.check import run_check
 from smoldata_tui.fleet.build import DEFECTS, episode_trace, write_fleet
+from smoldata_tui.fleet.check import check_all, json_line
 from smoldata_tui.store.metadata import metadata_path_for
 from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.trace.seed_rule import seed_outcome
@@ -177,7 +178,7 @@ def test_a_directory_lists_its_traces_as_sorted_rglob_does(tmp_path_factory, tre
     without hidden names (as git and ripgrep skip them)."""
     from pathlib import Path
 
-    from smoldata_tui.commands.check import collect_traces
+    from smoldata_tui.fleet.check import collect_traces
     from smoldata_tui.store.metadata import is_trace_name
 
     root = tmp_path_factory.mktemp("walk")

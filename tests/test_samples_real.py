@@ -53,7 +53,7 @@ def test_the_recorded_files_are_all_described():
 
 
 def test_the_opencode_env_run_keeps_its_proxy_trace_and_the_proxy_trace_is_no_trace():
-    from smoldata_tui.commands.check import collect_traces
+    from smoldata_tui.fleet.check import collect_traces
     from smoldata_tui.session.proxy_trace import load_proxy_trace
 
     metadata = load_metadata(REAL / "opencode_env_run.meta.json")

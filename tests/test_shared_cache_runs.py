@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.commands.check import list_traces
+from smoldata_tui.fleet.check import list_traces
 from smoldata_tui.fleet.work import summarize_episode
 from smoldata_tui.sandbox import LocalSandboxBackend, owner_lock, processes, registry
 from smoldata_tui.store.metadata import effective_status

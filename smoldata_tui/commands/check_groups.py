@@ -13,7 +13,7 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
-from smoldata_tui.fleet.groups import Group
+from smoldata_tui.fleet.groups import Group, by_signal, flags
 from smoldata_tui.trace.text import clip, neutralize
 
 
@@ -36,22 +36,6 @@ def split_text(split: dict | None) -> str:
     passing = ", ".join(split.get("passing_calls") or split.get("passing") or ["(ended)"])
     failing = ", ".join(split.get("failing_calls") or split.get("failing") or ["(ended)"])
     return f"step {split['step']}: passing {passing} · failing {failing}"
-
-
-def flags(group: Group) -> list[str]:
-    found = []
-    if group.zero_variance:
-        found.append("no learning signal")
-    if group.rejected:
-        found.append(f"wrapper rejects attempt {', '.join(str(index) for index in group.rejected)}")
-    if group.unreadable:
-        found.append(f"unreadable: attempt {', '.join(str(index) for index in group.unreadable)}")
-    return found
-
-
-def by_signal(groups: list[Group]) -> list[Group]:
-    """Most learning signal first; ties by task and model."""
-    return sorted(groups, key=lambda group: (-group.signal, group.task or "", group.model or ""))
 
 
 def print_groups(groups: list[Group], *, out: TextIO) -> None:

@@ -17,7 +17,7 @@ from smoldata_tui.trace import Finding, Severity
 from smoldata_tui.trace.text import clip, neutralize
 
 if TYPE_CHECKING:
-    from smoldata_tui.commands.check import Checked
+    from smoldata_tui.fleet.checked import Checked
     from smoldata_tui.fleet.aggregate import FleetTotals
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}

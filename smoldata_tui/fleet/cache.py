@@ -91,7 +91,7 @@ def tool_version() -> str:
                 *package.joinpath("episode").glob("*.py"),
                 package / "fleet" / "summary.py", package / "fleet" / "work.py", package / "fleet" / "cache.py",
                 package / "store" / "metadata.py", package / "store" / "metadata_reader.py",
-                package / "commands" / "check.py"]  # fmt: skip
+                package / "fleet" / "check.py"]  # fmt: skip
     sources = []
     for source in sorted(deciding):
         info = source.stat()

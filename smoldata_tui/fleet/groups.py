@@ -178,3 +178,20 @@ def add_first_splits(groups: list[Group]) -> None:
         group.split_read = True
         if group.passing and group.failing:
             group.first_split = first_split([attempt.path for attempt in group.attempts], group.passing, group.failing)
+
+
+def flags(group: Group) -> list[str]:
+    """What a trainer should know about a group, one phrase each (the groups table's and screens')."""
+    found = []
+    if group.zero_variance:
+        found.append("no learning signal")
+    if group.rejected:
+        found.append(f"wrapper rejects attempt {', '.join(str(index) for index in group.rejected)}")
+    if group.unreadable:
+        found.append(f"unreadable: attempt {', '.join(str(index) for index in group.unreadable)}")
+    return found
+
+
+def by_signal(groups: list[Group]) -> list[Group]:
+    """Most learning signal first; ties by task and model."""
+    return sorted(groups, key=lambda group: (-group.signal, group.task or "", group.model or ""))

@@ -19,7 +19,7 @@ import orjson
 from smoldata_tui.fleet.cache import Key, SummaryCache, episode_key
 
 if TYPE_CHECKING:
-    from smoldata_tui.commands.check import Checked, Listed
+    from smoldata_tui.fleet.checked import Checked, Listed
 
 
 def _path_prefix(path: str) -> bytes:
@@ -48,7 +48,7 @@ class CheckCache:
 
     def lookup(self, listed: list[Listed]) -> dict[int, Checked]:
         """The results still true, by index in ``listed``; remembers every key for :meth:`keep`."""
-        from smoldata_tui.commands.check import Checked
+        from smoldata_tui.fleet.checked import Checked
 
         hits: dict[int, Checked] = {}
         seen: dict[str, set[str]] = {root: set() for root in self._walked}
