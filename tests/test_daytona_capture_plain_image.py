@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from smoldata_tui.commands.run import HeadlessPrinter, summary_json
+from smoldata_tui.commands.headless import HeadlessPrinter, summary_json
 from smoldata_tui.sandbox.daytona import DaytonaSettings
 from smoldata_tui.session.episode import Episode, EpisodeSpec
 from smoldata_tui.replay.model_endpoint import ModelEndpoint

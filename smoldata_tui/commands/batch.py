@@ -17,17 +17,15 @@ import sys
 import threading
 from typing import TextIO
 
-from smoldata_tui.commands.run import (
-    STOP_SIGNALS,
-    HeadlessPrinter,
+from smoldata_tui.commands.episode_args import (
     UsageError,
     _check_save_dir,
-    find_task,
     check_text_options,
     episode_spec,
+    find_task,
     open_model_endpoint,
-    watch_reader,
 )
+from smoldata_tui.commands.headless import STOP_SIGNALS, HeadlessPrinter, watch_reader
 from smoldata_tui.session.batch import Batch, BatchPlan, EpisodeRun
 from smoldata_tui.replay.model_endpoint import EndpointError
 from smoldata_tui.tasks import TaskError, default_task_root

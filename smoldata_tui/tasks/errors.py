@@ -33,6 +33,16 @@ class TaskSetError(TaskError):
         super().__init__(root, "\n".join(lines))
 
 
+class UnknownTask(TaskError):
+    """A task named that is no folder of the task set, or a path instead of a name. The message is
+    said as it is (no ``<path>:`` before it): it names the set's folder and the tasks in it."""
+
+    def __init__(self, root: str | Path, message: str) -> None:
+        self.path = Path(root)
+        self.problem = message
+        Exception.__init__(self, message)
+
+
 class UnsetVariableError(TaskError):
     """An env table references host variables that are unset or empty (their names, never values)."""
 

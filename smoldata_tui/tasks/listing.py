@@ -1,4 +1,5 @@
-"""``smoldata-tui tasks``: list a task set as a table, or as JSON Lines.
+"""``smoldata-tui tasks``: list a task set as a table, or as JSON Lines; and find one task of a set
+by its name (:func:`find_task`: ``run --task``, the fork form).
 
 Task text is shown through ``rich.text.Text`` after :func:`clip`, so a ``[bold]`` or an
 escape sequence in an instruction is printed as it is, never interpreted.
@@ -10,18 +11,34 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
 from rich.text import Text
 
 from smoldata_tui.tasks.envvars import host_variables
-from smoldata_tui.tasks.errors import TaskError
-from smoldata_tui.tasks.load import default_task_root, load_task_set
+from smoldata_tui.tasks.errors import TaskError, UnknownTask
+from smoldata_tui.tasks.load import default_task_root, load_task, load_task_set
 from smoldata_tui.tasks.model import Task
 from smoldata_tui.trace.text import clip, neutralize
 
 EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def find_task(name: str, tasks_dir: str | None) -> Task:
+    """The task folder ``name`` of the set in ``tasks_dir`` (default: the shipped samples), loaded.
+    Raises :class:`~smoldata_tui.tasks.errors.UnknownTask` when ``name`` is a path or no folder of
+    the set (its message lists the set's tasks), TaskError when the folder is no usable task."""
+    root = Path(tasks_dir) if tasks_dir else default_task_root()
+    if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise UnknownTask(root, f"--task takes the name of a task folder inside {root} (e.g. sales-top-region), not a path: {name!r}")
+    folder = root / name
+    if not folder.is_dir():
+        known = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))) if root.is_dir() else []
+        hint = f" (tasks in {root}: {', '.join(known)})" if known else ""
+        raise UnknownTask(root, f"no task {name!r} in {root}{hint}")
+    return load_task(folder)
 
 
 def _unset(task: Task, environ: Mapping[str, str]) -> list[str]:
