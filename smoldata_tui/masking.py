@@ -5,7 +5,8 @@ Pure: no I/O, nothing of the project imported.
    ``[$NAME]`` in a grader's output and report (:func:`redact_secrets`, :func:`redact_json`).
 2. Credentials in saved episode data: config keys by their names, values by their shapes
    (:func:`redact` for a config, :func:`redact_text` for free text such as an error), replaced
-   by ``[redacted]``.
+   by ``[redacted]``; an ``opencode.json`` keeps its keys with their values as ``***``
+   (:func:`masked_config`), a URL its host (:func:`masked_url`).
 3. The model endpoint's key, in every stream that leaves a sandbox or a grader
    (:class:`SecretScrubber`). The key must sit in the sandbox's ``opencode.json`` (OpenCode reads
    it there; opencode_env also puts it in the agent's environment), so an agent that runs
@@ -30,10 +31,12 @@ Pure: no I/O, nothing of the project imported.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 # -- 1. named secrets --------------------------------------------------------------------------
 
@@ -48,20 +51,26 @@ def redact_secrets(text: str, secrets: Mapping[str, str]) -> str:
     return text
 
 
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A parsed JSON value with ``change`` applied to every string in it (keys, numbers and booleans kept)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [map_strings(item, change) for item in value]
+    if isinstance(value, dict):
+        return {key: map_strings(item, change) for key, item in value.items()}
+    return value
+
+
 def redact_json(value: Any, secrets: Mapping[str, str]) -> Any:
     """A parsed JSON value with secrets redacted in every string (numbers and booleans kept)."""
-    if isinstance(value, str):
-        return redact_secrets(value, secrets)
-    if isinstance(value, list):
-        return [redact_json(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return {key: redact_json(item, secrets) for key, item in value.items()}
-    return value
+    return map_strings(value, lambda text: redact_secrets(text, secrets))
 
 
 # -- 2. credentials by shape and config keys by name -------------------------------------------
 
 REDACTED = "[redacted]"
+MASKED = "***"  # a credential-named config value, kept as a key with its value hidden
 
 SECRET_NAME = re.compile(r"key|token|secret|password|passwd|authorization|credential|cookie", re.IGNORECASE)
 _SECRET_NAME = SECRET_NAME
@@ -79,6 +88,33 @@ _CREDENTIAL = re.compile(
     r"|(?<=://)[^/\s:@]+:[^/\s@]+(?=@))",  # user:password@ in a URL
     re.IGNORECASE,
 )
+
+
+def masked_config(config: Any) -> Any:
+    """A deep copy of ``config`` (an ``opencode.json``) with every credential-named string value
+    replaced by ``***``: the shape stays, so a reader sees which keys were set."""
+    if isinstance(config, Mapping):
+        return {
+            key: MASKED if isinstance(value, str) and value and SECRET_NAME.search(str(key)) else masked_config(value)
+            for key, value in config.items()
+        }
+    if isinstance(config, list):
+        return [masked_config(item) for item in config]
+    return copy.deepcopy(config)
+
+
+def masked_url(url: str) -> str:
+    """``url`` with a user, a password and query values replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "(a malformed URL)"
+    netloc = ("***@" if "@" in parts.netloc else "") + (f"[{host}]" if ":" in host else host)
+    netloc += f":{port}" if port is not None else ""
+    query = urlencode([(name, "***") for name, _ in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def looks_like_credential(text: str) -> bool:

@@ -1,5 +1,5 @@
-"""The layering the design asks for: the core never imports Textual, and startup never waits
-on openenv or the Daytona SDK."""
+"""The layering the design asks for: the packages form layers with no import circle, the core never
+imports Textual, and startup never waits on openenv or the Daytona SDK."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "smoldata_tui"
-CORE = ["trace", "tasks", "sandbox", "session", "training", "fleet", "diff", "episode"]
+CORE = ["trace", "tasks", "sandbox", "store", "opencode", "replay", "session", "training", "fleet", "diff", "episode"]
 HEAVY = ("textual", "openenv", "daytona")
 
 
@@ -88,3 +88,111 @@ def _literal_text(node: ast.expr) -> bool:
     if isinstance(node, ast.IfExp):
         return _literal_text(node.body) and _literal_text(node.orelse)
     return isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id.isupper())
+
+
+# Lowest first. A module may import its own package and any package of a lower layer, never one of a
+# higher layer; within ``ui`` the helpers sit below the widgets, the widgets below the screens, the
+# screens below the apps (which open them: ui/apps/navigation.py); the command-line verbs start the apps.
+LAYERS = [
+    {"lazy_names", "masking"},
+    {"trace"},
+    {"sandbox"},
+    {"sandbox.daytona"},
+    {"tasks"},
+    {"store"},
+    {"opencode"},
+    {"training"},
+    {"episode", "diff"},
+    {"replay"},
+    {"session"},
+    {"fleet"},
+    {"ui"},
+    {"ui.widgets"},
+    {"ui.screens"},
+    {"ui.apps"},
+    {"commands"},
+    {"cli"},
+    {"__main__"},
+]
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = path
+    return {name: path for name, path in modules.items() if "sample_tasks" not in name}
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Every import of the package's own modules, wherever it is written (module level, inside a
+    function, under ``if TYPE_CHECKING``): importing ``a.b.c`` runs ``a``'s and ``a.b``'s too."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            for target in targets:
+                if target in modules and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def _package_of(module: str, modules: dict[str, Path]) -> str:
+    inner = module.removeprefix("smoldata_tui.")
+    if module == "smoldata_tui":
+        return ""
+    return inner if modules[module].name == "__init__.py" else inner.rpartition(".")[0] or inner
+
+
+def test_no_module_imports_itself_in_a_circle():
+    graph = _import_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in graph[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            circle = []
+            while True:
+                member = stack.pop()
+                circle.append(member)
+                if member == module:
+                    break
+            if len(circle) > 1:
+                circles.append(sorted(circle))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    assert not circles, circles
+
+
+def test_packages_import_only_their_own_layer_or_lower():
+    modules = _modules()
+    rank = {package: level for level, packages in enumerate(LAYERS) for package in packages}
+    graph = _import_graph()
+    unplaced = sorted({_package_of(m, modules) for m in graph} - set(rank) - {""})
+    assert not unplaced, f"packages with no layer in LAYERS: {unplaced}"
+    upward = [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if _package_of(target, modules) and _package_of(module, modules)
+        and rank[_package_of(target, modules)] > rank[_package_of(module, modules)]
+    ]
+    assert not upward, upward

@@ -11,8 +11,8 @@ from smoldata_tui.opencode.config import (
     agent_environment,
     build_opencode_json,
     opencode_json_text,
-    redacted,
 )
+from smoldata_tui.masking import masked_config
 
 BASE_URL = "https://vllm.example/v1"
 KEY = "sk-live-0123456789abcdef"
@@ -81,7 +81,7 @@ def test_file_text_is_indented_json():
 def test_redacted_copy_hides_credentials_and_keeps_the_rest():
     config = build_opencode_json(BASE_URL, KEY, "m", extra={"provider": {"intercepted": {"options": {
         "headers": {"Authorization": "Bearer abc", "X-Trace": "on"}, "maxTokens": 4096}}}})
-    safe = redacted(config)
+    safe = masked_config(config)
     text = json.dumps(safe)
     assert KEY not in text and "Bearer abc" not in text
     options = safe["provider"]["intercepted"]["options"]

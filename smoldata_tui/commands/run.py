@@ -21,16 +21,13 @@ import sys
 import threading
 from typing import TextIO
 
-from smoldata_tui.commands.episode_args import UsageError, episode_spec, find_task, prepare_fork  # noqa: F401
+from smoldata_tui.commands.episode_args import UsageError, episode_spec, prepare_fork
 from smoldata_tui.commands.fork import fork_line
 from smoldata_tui.commands.headless import STOP_SIGNALS, HeadlessPrinter, summary_json, watch_reader
 from smoldata_tui.replay.divergence import describe_divergence
 from smoldata_tui.replay.model_endpoint import EndpointError
 from smoldata_tui.session.episode import Episode, EpisodeSpec
 from smoldata_tui.tasks import TaskError
-
-# find_task: the UI's fork form imports it (and UsageError) from here until it takes
-# ``smoldata_tui.tasks.listing.find_task`` (issue #23: nothing below the verbs imports commands/).
 
 
 def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = None) -> int:

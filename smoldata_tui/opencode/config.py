@@ -10,7 +10,7 @@ path helpers), home by home.
 
 Secrets: ``build_opencode_json`` puts the API key into the config in plain text because
 OpenCode reads it from there. That file belongs inside the sandbox (or a temporary HOME) and
-nowhere else; anything we save or show gets :func:`redacted` instead. The key is deliberately
+nowhere else; anything we save or show gets :func:`smoldata_tui.masking.masked_config` instead. The key is deliberately
 not passed as an environment variable (opencode_env sets ``OPENAI_API_KEY``): every bash
 command the agent runs inherits the environment, so one ``env`` call would copy the key into
 the trace.
@@ -26,7 +26,6 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from smoldata_tui.masking import SECRET_NAME
 
 __all__ = [
     "DISABLED_TOOLS",
@@ -35,7 +34,6 @@ __all__ = [
     "EXTRA_OPENCODE_JSON",
     "PROVIDER_NAME",
     "PROVIDER_PACKAGES",
-    "REDACTED",
     "agent_command",
     "agent_environment",
     "agent_log_path",
@@ -43,7 +41,6 @@ __all__ = [
     "config_path",
     "instruction_path",
     "opencode_json_text",
-    "redacted",
     "setup_shell",
     "workdir_path",
 ]
@@ -60,11 +57,6 @@ PROVIDER_PACKAGES = {
     "anthropic": "@ai-sdk/anthropic",
 }
 DEFAULT_REQUEST_TIMEOUT_MS = 600_000  # opencode_env's default
-REDACTED = "***"
-
-# Names of config values that hold credentials (apiKey, headers.Authorization, ...), as the
-# metadata file knows them. Only string values are replaced, so counts such as maxTokens stay readable.
-_SECRET_NAME = SECRET_NAME
 
 
 def build_opencode_json(
@@ -127,18 +119,6 @@ def build_opencode_json(
 def opencode_json_text(config: Mapping[str, Any]) -> str:
     """The file's text, formatted as opencode_env writes it (``json.dumps(indent=2)``)."""
     return json.dumps(config, indent=2)
-
-
-def redacted(config: Any) -> Any:
-    """A deep copy of ``config`` with every credential-named string value replaced by ``***``."""
-    if isinstance(config, Mapping):
-        return {
-            key: REDACTED if isinstance(value, str) and value and _SECRET_NAME.search(str(key)) else redacted(value)
-            for key, value in config.items()
-        }
-    if isinstance(config, list):
-        return [redacted(item) for item in config]
-    return copy.deepcopy(config)
 
 
 # ---------------------------------------------------------------------------------- paths

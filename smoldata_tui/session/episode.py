@@ -58,9 +58,9 @@ from smoldata_tui.opencode.config import (
     config_path,
     instruction_path,
     opencode_json_text,
-    redacted,
     setup_shell,
 )
+from smoldata_tui.masking import masked_config
 from smoldata_tui.opencode.install import checked_version, resolve_opencode
 from smoldata_tui.session.opencode_env_harness import (
     HarnessUnavailable,
@@ -172,7 +172,7 @@ class Episode:
             status="running",
             owner=owner_record(locked=locked),  # a reader that finds it running with its owner gone says interrupted
             trace=trace_path.name,
-            config=redacted(self._opencode_json),
+            config=masked_config(self._opencode_json),
             prompt=spec.task.instruction[:PROMPT_CAP],
             fork=spec.endpoint.fork,
         )
@@ -282,7 +282,7 @@ class Episode:
 
         config = environment_config(base_url=endpoint.base_url, api_key=endpoint.api_key, model=endpoint.model,
                                     opencode_version=spec.opencode_version, agent_timeout_s=spec.timeout_s)  # fmt: skip
-        result.metadata.config = redacted(config.model_dump())
+        result.metadata.config = masked_config(config.model_dump())
 
         def verify(sandbox, _task):  # the environment's verifier; the runner grades with the same code
             return to_verify_result(grade_answer(sandbox, spec.task, scrub_secrets=endpoint.secrets))
@@ -308,7 +308,7 @@ class Episode:
         self._scrubber = SecretScrubber([*endpoint.secrets, self._capture.session_id])
         self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model,
                                                   proxy_restores_model=True)  # openenv's CaptureServer restores the name
-        result.metadata.config = redacted(self._opencode_json)
+        result.metadata.config = masked_config(self._opencode_json)
         result.metadata.capture = self._capture.record.to_json()
         self.capture_level = self._capture.record.level
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smoldata_tui.masking import redact_text
+from smoldata_tui.masking import map_strings, redact_text
 from smoldata_tui.store.metadata import TRAINING_SUFFIX
 from smoldata_tui.trace import analyze_path
 from smoldata_tui.trace.reader import read_at_most
@@ -50,16 +50,6 @@ def native_tool_calls_of(trace_path: str | os.PathLike[str]) -> int | None:
     return None if verdict.wrapper_crash else verdict.native_tool_calls
 
 
-def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return redact_text(scrub(value))
-    if isinstance(value, dict):
-        return {key: _scrubbed(item, scrub) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_scrubbed(item, scrub) for item in value]
-    return value
-
-
 def save_training_trace(trace, trace_path: Path, *, scrub: Callable[[str], str] = lambda text: text) -> Path:
     """Write openenv's ``TrainingTrace`` beside ``trace_path`` with the seed's native_tool_calls.
 
@@ -72,7 +62,7 @@ def save_training_trace(trace, trace_path: Path, *, scrub: Callable[[str], str] 
     data = trace.model_dump(mode="json")
     for turn in data["turns"]:
         for part in ("request", "response", "metadata"):
-            turn[part] = _scrubbed(turn[part], scrub)
+            turn[part] = map_strings(turn[part], lambda text: redact_text(scrub(text)))
         turn["metadata"]["native_tool_calls"] = calls
     clean = TrainingTrace.model_validate(data)
     path = training_path_for(trace_path)

@@ -18,8 +18,9 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from smoldata_tui.masking import masked_url
 from smoldata_tui.sandbox.errors import SandboxError
 
 DEFAULT_IMAGE = "docker.io/savatar101/env-data-agent-train:base"  # the environment's image
@@ -69,20 +70,6 @@ def require_api_key() -> None:
 def api_url() -> str:
     """The URL the SDK sends requests to: like the SDK, from the process environment only."""
     return os.environ.get("DAYTONA_API_URL") or os.environ.get("DAYTONA_SERVER_URL") or DEFAULT_API_URL
-
-
-def masked_url(url: str) -> str:
-    """``url`` with a user, a password and query values replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return "(a malformed URL)"
-    netloc = ("***@" if "@" in parts.netloc else "") + (f"[{host}]" if ":" in host else host)
-    netloc += f":{port}" if port is not None else ""
-    query = urlencode([(name, "***") for name, _ in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def shown_api_url() -> str:

@@ -80,11 +80,11 @@ class ForkForm(ModalForm):
                 yield Button("Back", id="back")
 
     def action_start(self) -> None:
-        from smoldata_tui.commands.run import UsageError, find_task
         from smoldata_tui.session.episode import EpisodeSpec
         from smoldata_tui.replay.fork import open_fork_endpoint
         from smoldata_tui.replay.model_endpoint import EndpointError
         from smoldata_tui.tasks import TaskError
+        from smoldata_tui.tasks.listing import find_task
 
         value = {name: self.query_one(f"#{name}", Input).value.strip() for name in ("model", "base-url", "api-key")}
         if not self.parent_episode.task:
@@ -94,7 +94,7 @@ class ForkForm(ModalForm):
             task = find_task(self.parent_episode.task, None)
             endpoint = open_fork_endpoint(self.parent_episode, self.step, model=value["model"] or None,
                                           base_url=value["base-url"] or None, api_key=value["api-key"] or None)  # fmt: skip
-        except (UsageError, TaskError, EndpointError) as exc:
+        except (TaskError, EndpointError) as exc:
             self._error(str(exc))
             return
         runs = getattr(self.app, "runs", None) or Path("runs")

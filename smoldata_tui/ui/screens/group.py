@@ -20,8 +20,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from smoldata_tui.commands.check_groups import flags
-from smoldata_tui.fleet.groups import Group
+from smoldata_tui.fleet.groups import Group, flags
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.screens.groups import GroupsScreen, number, rewards_text

@@ -18,8 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from smoldata_tui.commands.check_groups import by_signal, flags
-from smoldata_tui.fleet.groups import Group, group_episodes
+from smoldata_tui.fleet.groups import Group, by_signal, flags, group_episodes
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.screens.help import HelpScreen
@@ -102,7 +101,7 @@ class GroupsScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="groups-read")
     def _read_folder(self) -> None:
-        from smoldata_tui.commands.check import check_all, list_traces
+        from smoldata_tui.fleet.check import check_all, list_traces
 
         try:
             listed = list_traces([str(self.folder)])
