@@ -237,6 +237,26 @@ class IntegrityRules:
         if _answer_check(call):  # after the write: a command that writes and reads back checks itself
             self._last_write, self._last_check = None, _Call(call.event, call.line, call.tool, True, [], "")
 
+    def merge(self, later: IntegrityRules, events_before: int) -> None:
+        """Continue with the rules of the trace's next part, taken on their own (``parallel``): its
+        events counted from 0, ``events_before`` events before it. Only whether the data was looked
+        at and the answer written cross parts: a later first write unread by its own part was read
+        if this part looked, and is no first write if this part wrote."""
+        for finding in later.found:
+            if finding.kind == "integrity_answer_unread" and (self._looked or self._written):
+                continue
+            finding.event += events_before
+            self.found.append(finding)
+        for call in (later._last_write, later._last_check):
+            if call is not None:
+                call.event += events_before
+        if later._last_check is not None:
+            self._last_write, self._last_check = later._last_write, later._last_check
+        elif later._last_write is not None:
+            self._last_write = later._last_write
+        self._looked = self._looked or later._looked
+        self._written = self._written or later._written
+
     def findings(self) -> list[Finding]:
         found = list(self.found)
         if self._last_write is not None and self._last_check is not None:

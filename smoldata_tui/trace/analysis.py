@@ -223,6 +223,7 @@ class TraceAnalysis:
             self._close_framer()
         self._bytes_before_framer = self.bytes_seen
         self._framer = None
+        self._on_event = None  # its rider goes back on its own
 
     def merge(self, later: TraceAnalysis) -> None:
         """Append the analysis of the stream's next part, made on its own (both ended)."""

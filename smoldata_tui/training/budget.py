@@ -68,6 +68,16 @@ class StepReader:
                                          _count(tokens.get("output")) + _count(tokens.get("reasoning"))))  # fmt: skip
 
 
+    def merge(self, later: StepReader, events_before: int) -> None:
+        """Continue with the steps of the trace's next part, read on their own (its events and
+        steps counted from 0, ``events_before`` events before it)."""
+        for step in later.steps:
+            step.step += self._step
+            step.event += events_before
+        self.steps += later.steps
+        self._step += later._step
+
+
 def step_tokens(trace_path: str | os.PathLike[str]) -> list[StepTokens]:
     reader = StepReader()
     scan_events(trace_path, reader.take)
