@@ -17,6 +17,7 @@ from typing import Callable
 
 import orjson
 
+from smoldata_tui.trace.event_pass import EventPass
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.findings import FindingsCollector
 from smoldata_tui.trace.numbers import counted
@@ -158,6 +159,7 @@ class TraceAnalysis:
         steps = StepTracker()
         self._findings = FindingsCollector(steps)
         self._stats = StatsCollector(steps, self._findings.add)
+        self._take_event = EventPass(self._findings, self._stats).take
         self.events: list[EventRecord] | None = [] if keep_events else None
         self.event_count = 0
         self.line_count = 0
@@ -290,8 +292,7 @@ class TraceAnalysis:
                 return
             if kind == "step_start":
                 self._step += 1
-            self._findings.event(line, index, value, kind)
-            self._stats.event(value, kind, line, index)
+            self._take_event(line, index, value, kind)
             if self.events is not None:
                 self.events.append(self._record(index, line, offset, size, value, kind, piece))
         else:
