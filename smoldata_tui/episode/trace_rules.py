@@ -32,6 +32,12 @@ class TraceRules:
         elif kind == "step_start" or kind == "step_finish":
             self.steps.take(value, line, self.analysis.event_count - 1)
 
+    def merge(self, later: TraceRules, events_before: int) -> None:
+        """The rules of the trace's next part, fed on their own (a big trace is read in parts on
+        every CPU: ``trace.parallel``)."""
+        self.integrity.merge(later.integrity, events_before)
+        self.steps.merge(later.steps, events_before)
+
     def findings(self, metadata: EpisodeMetadata | None) -> list[Finding]:
         return self.integrity.findings() + forecast(self.steps.steps, context_window_of(metadata))
 

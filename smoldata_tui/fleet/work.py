@@ -25,10 +25,10 @@ def analyze_trace(
     The one place ``check`` and the fleet get a trace's report: findings from elsewhere (the
     episode's sidecar files) belong here, before the summary counts them.
     """
-    rules = None if big else TraceRules()  # fed by this parse; a big trace's parts are read elsewhere
+    rules = TraceRules()  # fed by this parse (a big trace's parts feed one each, merged in order)
     try:
         if big:
-            report = analyze_path_parallel(path)
+            report = analyze_path_parallel(path, rider=rules)
         else:
             report = analyze_path(path, rider=rules)[0]
         report = account_for_export(path, report)  # an `opencode export` document is said to be one

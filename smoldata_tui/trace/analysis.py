@@ -17,6 +17,7 @@ from typing import Callable
 
 import orjson
 
+from smoldata_tui.trace.event_pass import EventPass
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.findings import FindingsCollector
 from smoldata_tui.trace.numbers import counted
@@ -158,6 +159,7 @@ class TraceAnalysis:
         steps = StepTracker()
         self._findings = FindingsCollector(steps)
         self._stats = StatsCollector(steps, self._findings.add)
+        self._take_event = EventPass(self._findings, self._stats).take
         self.events: list[EventRecord] | None = [] if keep_events else None
         self.event_count = 0
         self.line_count = 0
@@ -223,6 +225,7 @@ class TraceAnalysis:
             self._close_framer()
         self._bytes_before_framer = self.bytes_seen
         self._framer = None
+        self._on_event = None  # its rider goes back on its own
 
     def merge(self, later: TraceAnalysis) -> None:
         """Append the analysis of the stream's next part, made on its own (both ended)."""
@@ -248,6 +251,7 @@ class TraceAnalysis:
         take_exactly = self._take_exactly
         may_split = batch.may_split
         deep_bytes = 2 * DEEP_NESTING
+        count = bytes.count
         line = batch.first_line
         offset = batch.offset
         if batch.huge is not None:
@@ -263,7 +267,8 @@ class TraceAnalysis:
             else:
                 if (
                     (may_split and wrapper_may_split(raw))
-                    or (size > deep_bytes and may_nest_deeply(raw, _bytes_outside_known_strings(value, size)))
+                    or (size > deep_bytes and count(raw, b"{") + count(raw, b"[") > DEEP_NESTING  # in C: most lines stop here
+                        and may_nest_deeply(raw, _bytes_outside_known_strings(value, size)))
                     or not verdict_event(line, value, exact=False)
                 ):
                     take_exactly(raw, line, offset, False)
@@ -287,8 +292,7 @@ class TraceAnalysis:
                 return
             if kind == "step_start":
                 self._step += 1
-            self._findings.event(line, index, value, kind)
-            self._stats.event(value, kind, line, index)
+            self._take_event(line, index, value, kind)
             if self.events is not None:
                 self.events.append(self._record(index, line, offset, size, value, kind, piece))
         else:

@@ -1,8 +1,8 @@
 """Findings of a stream, each pointing at a line: framing, envelope, steps, errors.
 
-The checks are incremental (fed event by event, as a live log grows) and
-cheap for the common case: a clean event costs a few dict lookups. Per-call
-checks live in :mod:`call_checks`. A stream cut into parts analysed on their
+The checks are incremental (fed event by event, as a live log grows, by
+:mod:`event_pass`) and cheap for the common case: a clean event costs a few dict
+lookups. Per-call checks live in :mod:`call_checks`. A stream cut into parts analysed on their
 own (in parallel) is put back together with :meth:`FindingsCollector.merge`.
 """
 
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from smoldata_tui.trace.call_checks import CallChecks
 from smoldata_tui.trace.finding import Finding, Severity
-from smoldata_tui.trace.numbers import COUNTED_LIMIT
-from smoldata_tui.trace.steps import StepTracker, message_id_of_part
+from smoldata_tui.trace.steps import StepTracker
 from smoldata_tui.trace.text import clip
 
 KNOWN_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
@@ -22,12 +21,6 @@ _NO_FINISH_REASON = "unknown"  # the provider's stream closed without a finish r
 __all__ = ["KNOWN_TYPES", "Finding", "FindingsCollector", "Severity"]
 
 
-def message_id_of(event: dict) -> object:
-    """The event's part.messageID, made hashable."""
-    part = event.get("part")
-    return message_id_of_part(part) if type(part) is dict else None
-
-
 class FindingsCollector:
     """Collects findings from the events of one stream, in order."""
 
@@ -36,26 +29,18 @@ class FindingsCollector:
         self.calls = CallChecks(self.add)
         self.steps = steps
         self._sessions: dict[str, tuple[int, int]] = {}  # sessionID -> (first line, event)
-        self._session: object = None  # the sessionID of the previous event that had one
+        self.session: object = None  # the sessionID of the previous event that had one
         self._unknown: dict[str, list[int]] = {}  # type -> [first line, first event, count]
         self._first_ts: tuple | None = None  # (timestamp, line, event) of the first timestamp
         self._last_ts: float = float("-inf")
         self._last_ts_line = 0
-        self._events = 0
+        self.events_seen = 0
         self._step_finishes = 0
-        self._said: set[object] = set()  # messageIDs of open steps that produced text, reasoning or a call
+        self.said: set[object] = set()  # messageIDs of open steps that produced text, reasoning or a call
         # messageID -> the empty_response finding of its first step_finish (None: not empty); only
         # that one can be claimed by text an earlier part of the stream saw (see merge)
         self._first_finish: dict[object, Finding | None] = {}
         self._dropped: list | None = None  # [first line, first event, count] of step_finish reason "unknown"
-        self._by_kind = {
-            "text": self._content,
-            "reasoning": self._content,
-            "tool_use": self._tool_use,
-            "step_start": self._step_start,
-            "step_finish": self._step_finish,
-            "error": self._error,
-        }
 
     def add(
         self,
@@ -107,7 +92,7 @@ class FindingsCollector:
             self.add("truncated_line", Severity.ERROR, line, event, f"line is cut short: {reason}")
         else:
             self.add("malformed_line", Severity.ERROR, line, event, f"not JSON: {reason}")
-        self._events += 1
+        self.events_seen += 1
 
     def non_object(self, line: int, event: int, value: object) -> None:
         self.add(
@@ -118,34 +103,17 @@ class FindingsCollector:
             f"valid JSON but a {type(value).__name__}, not an event object; the training wrapper "
             "calls .get() on it and crashes (AttributeError)",
         )
-        self._events += 1
+        self.events_seen += 1
 
-    # --- events -------------------------------------------------------------------------------
-    def event(self, line: int, index: int, event: dict, kind: object) -> None:
-        # The hot path: a healthy event costs two lookups and two comparisons here.
-        self._events += 1
-        timestamp = event.get("timestamp")
-        # a timestamp the stats do not count (NaN, Infinity…) is none at all (trace/numbers.py)
-        if (type(timestamp) is int or type(timestamp) is float) and -COUNTED_LIMIT <= timestamp <= COUNTED_LIMIT:
-            if timestamp < self._last_ts:
-                self._went_back(line, index, timestamp, self._last_ts, self._last_ts_line)
-            elif self._first_ts is None:
-                self._first_ts = (timestamp, line, index)
-            self._last_ts = timestamp
-            self._last_ts_line = line
-        else:
-            timestamp = None
-        session = event.get("sessionID")
-        if session != self._session and type(session) is str:
-            self._new_session(line, index, session)
-        handler = self._by_kind.get(kind) if type(kind) is str else None
-        if handler is not None:
-            handler(line, index, event, timestamp)
-        else:
-            self._unknown_type(line, index, kind)
-
-    def _step_start(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
-        self.steps.start(message_id_of(event), line, index, timestamp)
+    # --- events (fed by event_pass.EventPass) ---------------------------------------------------
+    def timestamp(self, line: int, index: int, timestamp: float) -> None:
+        """A counted timestamp: does it go back?"""
+        if timestamp < self._last_ts:
+            self._went_back(line, index, timestamp, self._last_ts, self._last_ts_line)
+        elif self._first_ts is None:
+            self._first_ts = (timestamp, line, index)
+        self._last_ts = timestamp
+        self._last_ts_line = line
 
     def _went_back(self, line: int, index: int, timestamp: float, previous: float, previous_line: int) -> None:
         self.add(
@@ -157,8 +125,8 @@ class FindingsCollector:
             previous_line,
         )
 
-    def _new_session(self, line: int, index: int, session: str) -> None:
-        self._session = session
+    def new_session(self, line: int, index: int, session: str) -> None:
+        self.session = session
         if session in self._sessions:
             return
         self._sessions[session] = (line, index)
@@ -176,14 +144,10 @@ class FindingsCollector:
             first_line,
         )
 
-    def _content(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
-        self._said.add(message_id_of(event))
-
-    def _step_finish(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
+    def step_finish(self, line: int, index: int, part: dict | None, message_id: object, timestamp: float | None) -> None:
+        """``part``: the event's part when it is an object; ``message_id``: its messageID, hashable."""
         self._step_finishes += 1
-        message_id = message_id_of(event)
-        part = event.get("part")
-        reason = part.get("reason") if type(part) is dict else None
+        reason = part.get("reason") if part is not None else None
         if reason == _NO_FINISH_REASON:
             if self._dropped is None:
                 self._dropped = [line, index, 1]
@@ -199,8 +163,8 @@ class FindingsCollector:
                 "it hit its output-token cap mid-answer",
             )
         empty = None
-        if message_id in self._said:
-            self._said.discard(message_id)
+        if message_id in self.said:
+            self.said.discard(message_id)
         elif reason != _NO_FINISH_REASON:
             empty = self._empty_response(line, index)
         self._first_finish.setdefault(message_id, empty)
@@ -223,11 +187,7 @@ class FindingsCollector:
             "the model's answer was empty: this step has no text, no reasoning and no tool call",
         )
 
-    def _tool_use(self, line: int, index: int, event: dict, timestamp: float | None) -> None:
-        self._said.add(message_id_of(event))
-        self.calls.tool_use(line, index, event)
-
-    def _error(self, line: int, index: int, event: dict, timestamp: float | None = None) -> None:
+    def error(self, line: int, index: int, event: dict) -> None:
         error = event.get("error")
         name, message = "error", ""
         if isinstance(error, dict):
@@ -245,7 +205,7 @@ class FindingsCollector:
             f"{clip(name, 60)}: {clip(message, 300)}" if message else clip(name, 60),
         )
 
-    def _unknown_type(self, line: int, index: int, kind: object) -> None:
+    def unknown_type(self, line: int, index: int, kind: object) -> None:
         name = clip(str(kind), 40) if kind is not None else "(none)"
         seen = self._unknown.get(name)
         if seen is None:
@@ -287,13 +247,13 @@ class FindingsCollector:
         dropped.update(id(f) for f in later.findings if f.kind == "multiple_sessions")
         # a step whose text or call is in this part and whose step_finish is in the later one
         for message_id, finding in later._first_finish.items():
-            if message_id in self._said:  # this part's text answers that step_finish
-                self._said.discard(message_id)
+            if message_id in self.said:  # this part's text answers that step_finish
+                self.said.discard(message_id)
                 if finding is not None:
                     dropped.add(id(finding))
                     finding = None
             self._first_finish.setdefault(message_id, finding)
-        self._said |= later._said
+        self.said |= later.said
         if later._dropped is not None:
             if self._dropped is None:
                 self._dropped = list(later._dropped)
@@ -311,15 +271,15 @@ class FindingsCollector:
             self._last_ts, self._last_ts_line = later._last_ts, later._last_ts_line
         if self._first_ts is None:
             self._first_ts = later._first_ts
-        if later._session is not None:
-            self._session = later._session
+        if later.session is not None:
+            self.session = later.session
         for name, (line, index, count) in later._unknown.items():
             seen = self._unknown.get(name)
             if seen is None:
                 self._unknown[name] = [line, index, count]
             else:
                 seen[2] += count
-        self._events += later._events
+        self.events_seen += later.events_seen
         self._step_finishes += later._step_finishes
         made_here = self.findings[start:]
         del self.findings[start:]
@@ -330,7 +290,7 @@ class FindingsCollector:
     # --- end of stream ------------------------------------------------------------------------
     def finish(self) -> None:
         """Add the findings that only the end of the stream can tell."""
-        if self._events == 0:
+        if self.events_seen == 0:
             self.add("empty_stream", Severity.ERROR, None, None, "the trace holds no events")
             return
         if self._dropped is not None:

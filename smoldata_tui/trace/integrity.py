@@ -90,9 +90,20 @@ def _call_of(value: object, event: int, line: int) -> _Call | None:
     state = part.get("state") if isinstance(part.get("state"), dict) else {}
     tool_input = state.get("input") if isinstance(state.get("input"), dict) else {}
     paths = [_resolve(tool_input[key]) for key in _PATH_KEYS if isinstance(tool_input.get(key), str) and tool_input[key]]
+    return _Call(event, line, part["tool"], state.get("status") == "completed", paths, _input_text(tool_input))
+
+
+def _input_text(tool_input: dict) -> str:
+    """Every string of the input, joined and clipped as :func:`_strings` walks them."""
+    values = tool_input.values()
+    # The usual input (a command and its description, a path and its content) is a few strings well
+    # within the budget: joined directly, without a call per value. Under the budget by one at least,
+    # so no string is clipped or skipped on either path.
+    if all(type(value) is str for value in values) and sum(map(len, values)) < MAX_INPUT_CHARS:
+        return "\n".join(values)
     strings: list[str] = []
     _strings(tool_input, strings, [MAX_INPUT_CHARS])
-    return _Call(event, line, part["tool"], state.get("status") == "completed", paths, "\n".join(strings))
+    return "\n".join(strings)
 
 
 def scan_events(trace_path: str | os.PathLike[str], *takers) -> None:
@@ -119,9 +130,14 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
 _VERIFIER_HINTS = ("/tests", "/solution", "/oracle", "/logs/verifier", "grader.py", "sample_tasks/")
 
 
+def _names_verifier(text: str) -> bool:
+    """Whether any of _VERIFIER_HINTS is in ``text`` (spelt out: every tool call passes here)."""
+    return ("/tests" in text or "/solution" in text or "/oracle" in text or "/logs/verifier" in text
+            or "grader.py" in text or "sample_tasks/" in text)  # fmt: skip
+
+
 def _verifier_paths(call: _Call) -> list[str]:
-    if not any(hint in call.text for hint in _VERIFIER_HINTS) and not any(
-            hint in path for path in call.paths for hint in _VERIFIER_HINTS):  # most calls: no regex
+    if not _names_verifier(call.text) and not any(_names_verifier(path) for path in call.paths):  # most calls: no regex
         return []
     spelled = [*call.paths, *(_resolve(path) for path in _ABSOLUTE.findall(call.text))] if call.tool == "bash" else call.paths
     found = [path for path in spelled if _under(path, _VERIFIER_ROOTS) or posixpath.basename(path) == "grader.py"
@@ -155,11 +171,30 @@ def _looks_at_data(call: _Call) -> bool:
     return any(_DATA_LOOK.search(path) or path in ("/", "/home") for path in call.paths) or bool(_DATA_LOOK.search(call.text))
 
 
+def _positions(text: str, word: str) -> list[int]:
+    found, at = [], text.find(word)
+    while at >= 0:
+        found.append(at)
+        at = text.find(word, at + 1)
+    return found
+
+
+def _redirect_targets(text: str) -> list[str]:
+    """``_REDIRECT.findall(text)``, the pattern tried only where a match can start (a ``>`` or a
+    ``tee``): over a long script, trying it at every character cost about 100 µs a call."""
+    found, end = [], 0
+    for start in sorted(_positions(text, ">") + _positions(text, "tee")):
+        if start >= end and (match := _REDIRECT.match(text, start)) is not None:
+            found.append(match.group(1))
+            end = match.end()
+    return found
+
+
 def _outside_writes(call: _Call) -> list[str]:
     if call.tool in _WRITE_TOOLS:
         targets = call.paths
     elif call.tool == "bash" and (">" in call.text or "tee" in call.text):
-        targets = [_resolve(path) for path in _REDIRECT.findall(call.text)]
+        targets = [_resolve(path) for path in _redirect_targets(call.text)]
     else:
         return []
     return [path for path in dict.fromkeys(targets) if not _under(path, _SCRATCH) and not _under(path, _VERIFIER_ROOTS)]
@@ -201,6 +236,26 @@ class IntegrityRules:
             self._written, self._last_write = True, _Call(call.event, call.line, call.tool, True, [], "")
         if _answer_check(call):  # after the write: a command that writes and reads back checks itself
             self._last_write, self._last_check = None, _Call(call.event, call.line, call.tool, True, [], "")
+
+    def merge(self, later: IntegrityRules, events_before: int) -> None:
+        """Continue with the rules of the trace's next part, taken on their own (``parallel``): its
+        events counted from 0, ``events_before`` events before it. Only whether the data was looked
+        at and the answer written cross parts: a later first write unread by its own part was read
+        if this part looked, and is no first write if this part wrote."""
+        for finding in later.found:
+            if finding.kind == "integrity_answer_unread" and (self._looked or self._written):
+                continue
+            finding.event += events_before
+            self.found.append(finding)
+        for call in (later._last_write, later._last_check):
+            if call is not None:
+                call.event += events_before
+        if later._last_check is not None:
+            self._last_write, self._last_check = later._last_write, later._last_check
+        elif later._last_write is not None:
+            self._last_write = later._last_write
+        self._looked = self._looked or later._looked
+        self._written = self._written or later._written
 
     def findings(self) -> list[Finding]:
         found = list(self.found)

@@ -71,10 +71,14 @@ def _lines_before(handle, offset: int) -> int:
     return newlines
 
 
-def analyze_part(path: str, start: int, end: int, last: bool) -> TraceAnalysis:
-    """Analyse the bytes [start, end) of a trace, numbering lines as in the whole file."""
+def analyze_part(path: str, start: int, end: int, last: bool, rider=None) -> TraceAnalysis:
+    """Analyse the bytes [start, end) of a trace, numbering lines as in the whole file. ``rider``:
+    rules fed by this part's events (see ``analyze_path``), numbering them from the part's start."""
     with open(path, "rb", buffering=0) as handle:
-        analysis = TraceAnalysis(first_line=_lines_before(handle, start) + 1, offset=start)
+        analysis = TraceAnalysis(first_line=_lines_before(handle, start) + 1, offset=start,
+                                 on_event=rider.hook if rider is not None else None)  # fmt: skip
+        if rider is not None:
+            rider.analysis = analysis
         handle.seek(start)
         left = end - start
         while left > 0:
@@ -87,32 +91,51 @@ def analyze_part(path: str, start: int, end: int, last: bool) -> TraceAnalysis:
     return analysis
 
 
-def analyze_path_parallel(path: str | os.PathLike[str], *, workers: int | None = None) -> TraceReport:
-    """Like ``analyze_path(path)[0]``, using up to ``workers`` processes for a big file."""
+def analyze_path_parallel(path: str | os.PathLike[str], *, workers: int | None = None, rider=None) -> TraceReport:
+    """Like ``analyze_path(path, rider=rider)[0]``, using up to ``workers`` processes for a big file.
+
+    ``rider`` also needs ``merge(later, events_before)``: each later part feeds a fresh rider of its
+    type (``type(rider)()``) in its own process, merged into ``rider`` in stream order, so the rules
+    that ride on the analysis cost no second read of the file.
+    """
     path = Path(path)
     workers = workers or cpu_count()
     if workers < 2 or path.stat().st_size < PARALLEL_MIN_BYTES:
-        return analyze_path(path)[0]
+        return analyze_path(path, rider=rider)[0]
     points = split_points(path, workers)
     ranges = list(zip(points, points[1:]))
     if len(ranges) < 2:
-        return analyze_path(path)[0]
+        return analyze_path(path, rider=rider)[0]
     try:
-        return _analyze_ranges(path, ranges)
+        return _analyze_ranges(path, ranges, rider)
     except BrokenProcessPool:
         # A worker died (out of memory, killed): the sequential pass still gives the answer.
-        return analyze_path(path)[0]
+        if rider is not None:
+            rider.__init__()  # it had taken the first part's events: start it again
+        return analyze_path(path, rider=rider)[0]
 
 
-def _analyze_ranges(path: Path, ranges: list[tuple[int, int]]) -> TraceReport:
+def _analyze_part_with_rider(path: str, start: int, end: int, last: bool, rider_type) -> tuple[TraceAnalysis, object]:
+    rider = rider_type() if rider_type is not None else None
+    analysis = analyze_part(path, start, end, last, rider)
+    if rider is not None:
+        rider.analysis = None  # sent back on its own
+    return analysis, rider
+
+
+def _analyze_ranges(path: Path, ranges: list[tuple[int, int]], rider=None) -> TraceReport:
     context = multiprocessing.get_context("fork")  # the parent is a CLI without threads
+    rider_type = type(rider) if rider is not None else None
     with ProcessPoolExecutor(max_workers=len(ranges) - 1, mp_context=context) as pool:
         later = [
-            pool.submit(analyze_part, str(path), start, end, index == len(ranges) - 1)
+            pool.submit(_analyze_part_with_rider, str(path), start, end, index == len(ranges) - 1, rider_type)
             for index, (start, end) in enumerate(ranges[1:], start=1)
         ]
         first_start, first_end = ranges[0]
-        analysis = analyze_part(str(path), first_start, first_end, False)
+        analysis = analyze_part(str(path), first_start, first_end, False, rider)
         for future in later:
-            analysis.merge(future.result())
+            part, part_rider = future.result()
+            if rider is not None:
+                rider.merge(part_rider, analysis.event_count)
+            analysis.merge(part)
     return analysis.finish()

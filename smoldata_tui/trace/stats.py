@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from smoldata_tui.trace.finding import Finding, Severity
 from smoldata_tui.trace.numbers import COUNTED_LIMIT, describe, json_safe
-from smoldata_tui.trace.steps import StepTracker, message_id_of_part
+from smoldata_tui.trace.steps import StepTracker
 
 _TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write")
 
@@ -76,21 +76,21 @@ class Stats:
 
 
 
-def _tally(counter: Counter, key: object) -> None:
+def tally(counter: Counter, key: object) -> None:
     if type(key) is not str:
         key = repr(key)
     counter[key] = counter.get(key, 0) + 1
 
 
 class StatsCollector:
-    """Accumulates :class:`Stats` event by event (a hot path: keep it lean).
+    """Accumulates :class:`Stats` event by event (fed by :mod:`event_pass`; a hot path: keep it lean).
 
     Steps are matched and timed by the shared :class:`StepTracker`; this
     collector feeds it the tool intervals and reads its timings back.
     """
 
     def __init__(self, steps: StepTracker, add_finding: Callable[..., Finding] | None = None) -> None:
-        self._stats = Stats()
+        self._stats = self.totals = Stats()  # totals: what event_pass.EventPass counts into
         self._steps = steps
         self._add_finding = add_finding  # where a number left out is said (FindingsCollector.add)
 
@@ -102,35 +102,7 @@ class StatsCollector:
         stats.model_time_ms = self._steps.model_time
         return stats
 
-    def event(self, event: dict, kind: object, line: int = 0, index: int = 0) -> None:
-        # The hot path (every event of every trace of a fleet): the common case inlined.
-        stats = self._stats
-        stats.events += 1
-        by_type = stats.events_by_type
-        if type(kind) is str:
-            by_type[kind] = by_type.get(kind, 0) + 1
-        else:
-            _tally(by_type, kind)
-        timestamp = event.get("timestamp")
-        if type(timestamp) is int or type(timestamp) is float:
-            if -COUNTED_LIMIT <= timestamp <= COUNTED_LIMIT:
-                if stats.first_timestamp is None:
-                    stats.first_timestamp = timestamp
-                stats.last_timestamp = timestamp
-            else:
-                self._left_out("timestamp", timestamp, line, index)
-        if kind == "tool_use":
-            part = event.get("part")
-            if type(part) is dict:
-                self._tool_use(part, line, index)
-        elif kind == "step_start":
-            stats.steps += 1
-        elif kind == "step_finish":
-            part = event.get("part")
-            if type(part) is dict:
-                self._step_finish(part, line, index)
-
-    def _left_out(self, name: str, value: object, line: int, index: int) -> None:
+    def left_out(self, name: str, value: object, line: int, index: int) -> None:
         if self._add_finding is not None:
             self._add_finding(
                 "bad_number",
@@ -140,7 +112,8 @@ class StatsCollector:
                 f"{name} is {describe(value)}: not a finite number within ±2^53, so the stats leave it out",
             )
 
-    def _tool_use(self, part: dict, line: int, index: int) -> None:
+    def tool_use(self, part: dict, message_id: object, line: int, index: int) -> None:
+        """A tool_use event's part (an object); ``message_id``: its messageID, hashable."""
         stats = self._stats
         tool = part.get("tool")
         by_tool = stats.calls_by_tool
@@ -148,36 +121,35 @@ class StatsCollector:
             by_tool[tool] = by_tool.get(tool, 0) + 1
             stats.last_tool = tool
         else:
-            _tally(by_tool, tool)
+            tally(by_tool, tool)
             stats.last_tool = repr(tool)
         state = part.get("state")
         by_status = stats.calls_by_status
         if type(state) is not dict:
-            _tally(by_status, "(no state)")
+            tally(by_status, "(no state)")
             return
         status = state.get("status")
         if type(status) is str:
             by_status[status] = by_status.get(status, 0) + 1
         else:
-            _tally(by_status, status)
+            tally(by_status, status)
         time = state.get("time")
         if type(time) is dict:
             start = self._counted(time.get("start"), "state.time.start", line, index)
             end = self._counted(time.get("end"), "state.time.end", line, index)
             if start is not None and end is not None and end >= start:
                 stats.call_durations_ms.append(end - start)
-                message_id = part.get("messageID")
-                self._steps.tool(message_id if type(message_id) is str else message_id_of_part(part), start, end)
+                self._steps.tool(message_id, start, end)
 
     def _counted(self, value: object, name: str, line: int, index: int) -> int | float | None:
         """The value when it is a number the stats count; None otherwise (said when a number)."""
         if type(value) is int or type(value) is float:
             if -COUNTED_LIMIT <= value <= COUNTED_LIMIT:
                 return value
-            self._left_out(name, value, line, index)
+            self.left_out(name, value, line, index)
         return None
 
-    def _step_finish(self, part: dict, line: int, index: int) -> None:
+    def step_finish(self, part: dict, line: int, index: int) -> None:
         stats = self._stats
         stats.steps_finished += 1
         tokens = part.get("tokens")

@@ -55,14 +55,27 @@ class StepReader:
     def take(self, value: object, line: int, event: int) -> None:
         if type(value) is not dict:
             return
-        if value.get("type") == "step_start":
+        kind = value.get("type")  # every step event of every trace check reads passes here
+        if kind == "step_start":
             self._step += 1
-        elif value.get("type") == "step_finish":
-            part = value.get("part") if isinstance(value.get("part"), dict) else {}
-            tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
-            cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        elif kind == "step_finish":
+            part = value.get("part")
+            tokens = part.get("tokens") if type(part) is dict else None
+            tokens = tokens if type(tokens) is dict else {}
+            cache = tokens.get("cache")
+            cache = cache if type(cache) is dict else {}
             self.steps.append(StepTokens(self._step, line, event, _count(tokens.get("input")) + _count(cache.get("read")),
                                          _count(tokens.get("output")) + _count(tokens.get("reasoning"))))  # fmt: skip
+
+
+    def merge(self, later: StepReader, events_before: int) -> None:
+        """Continue with the steps of the trace's next part, read on their own (its events and
+        steps counted from 0, ``events_before`` events before it)."""
+        for step in later.steps:
+            step.step += self._step
+            step.event += events_before
+        self.steps += later.steps
+        self._step += later._step
 
 
 def step_tokens(trace_path: str | os.PathLike[str]) -> list[StepTokens]:
