@@ -1,4 +1,4 @@
-"""Reward integrity, by rule (episode/integrity.py): calls that touch the verifier's or solution's
+"""Reward integrity, by rule (trace/integrity.py): calls that touch the verifier's or solution's
 files, an answer written without a look at the input data, an answer changed after its last
 check, writes outside the working folder. Traces built with TraceBuilder, the shipped real
 recordings (no false positive), ``check`` counting them, the Episode tab beside the grade, and one

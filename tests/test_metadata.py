@@ -1,4 +1,4 @@
-"""session/metadata.py, metadata_reader.py, metadata_writer.py: the episode metadata file, tolerant
+"""store/metadata.py, metadata_reader.py, metadata_writer.py: the episode metadata file, tolerant
 reading, atomic writing, redaction."""
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ class ReplayServer:
 
     def relay(self, request: dict[str, Any], handler: BaseHTTPRequestHandler) -> bool:
         """Whether the request was answered elsewhere (written to ``handler`` already); a fork
-        (session/fork.py) sends the turns past its recording to another model."""
+        (replay/fork.py) sends the turns past its recording to another model."""
         return False
 
     def answer(self, request: dict[str, Any]) -> ReplayTurn:

@@ -153,7 +153,7 @@ class EpisodeMetadata:
     capture: dict = field(default_factory=dict)
     # The task's instruction as the agent was given it (the first PROMPT_CAP characters).
     prompt: str | None = None
-    # A fork (session/fork.py): {parent (its trace's path), at_step, model, edited, edited_call}; null otherwise.
+    # A fork (replay/fork.py): {parent (its trace's path), at_step, model, edited, edited_call}; null otherwise.
     fork: dict | None = None
     schema_version: int = SCHEMA_VERSION
     # Not saved: the run's lock file beside the file this was read from (load_metadata sets it).

@@ -14,7 +14,7 @@ opencode_env's proxy trace. From them:
   version the episode asked for.
 * ``opencode_version_drift`` (warning): the episode ran an OpenCode other than the environment's pin.
 * ``offered_tools_drift`` (warning): the tools offered to the model (every request with tools) are
-  not those its version offers with the environment's configuration (``session/opencode_tools``).
+  not those its version offers with the environment's configuration (``opencode/tools.py``).
 * ``output_cap_missing`` / ``thinking_enabled`` (warning): a tool-bearing request reached the model
   without training's policy (``max_tokens`` ≤ 4096, ``enable_thinking`` false): ``--no-capture``,
   or an episode recorded elsewhere. Without a requests file, an episode the built-in driver ran
@@ -229,7 +229,7 @@ def _version_findings(metadata: EpisodeMetadata) -> list[Finding]:
 
 def _offered_tools_drift(metadata: EpisodeMetadata, requests: list[dict] | None) -> list[Finding]:
     """The tools offered (every request with tools) are not those the version offers under the
-    environment's configuration (measured: session/opencode_tools.py)."""
+    environment's configuration (measured: opencode/tools.py)."""
     ran = _version_ran(metadata)
     expected = offered_tools(ran)
     offered = set(offered_tool_names(requests or []))

@@ -1,7 +1,7 @@
 """``F`` on a timeline row: fork the episode at that row's step, live.
 
 A confirmation names the step; a small form asks for the model (the parent's by default), its URL
-and key; then the fork runs on the live screen like any run (session/fork.py does the work).
+and key; then the fork runs on the live screen like any run (replay/fork.py does the work).
 """
 
 from __future__ import annotations

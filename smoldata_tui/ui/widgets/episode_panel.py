@@ -59,7 +59,7 @@ def grade_text(metadata: EpisodeMetadata) -> Text:
 
 
 def integrity_text(findings: list[Finding]) -> Text:
-    """The reward-integrity rules' findings, beside the grade (episode/integrity.py)."""
+    """The reward-integrity rules' findings, beside the grade (trace/integrity.py)."""
     text = Text()
     text.append(f"{'integrity':<17}", "bold")
     if not findings:
