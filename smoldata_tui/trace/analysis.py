@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -35,6 +34,7 @@ from smoldata_tui.trace.verdict import Verdict, VerdictMachine
 
 CHUNK_SIZE = 1 << 20
 
+_SEVERITIES = [severity.value for severity in Severity]
 MALFORMED = "(malformed)"  # EventRecord.kind of a line that is not JSON
 NOT_AN_OBJECT = "(not an object)"  # EventRecord.kind of JSON that is not an event object
 
@@ -65,8 +65,10 @@ class TraceReport:
     bytes: int
 
     def severity_counts(self) -> dict[str, int]:
-        counts = Counter(finding.severity.value for finding in self.findings)
-        return {severity.value: counts.get(severity.value, 0) for severity in Severity}
+        counts = dict.fromkeys(_SEVERITIES, 0)  # in Severity's order
+        for finding in self.findings:
+            counts[finding.severity.value] += 1
+        return counts
 
     def to_json(self) -> dict:
         failure = self.verdict.failure
