@@ -14,7 +14,7 @@ import os
 from collections.abc import Collection, Iterable, Mapping
 
 from smoldata_tui.episode.trace_rules import TraceRules, trace_rule_findings
-from smoldata_tui.store.metadata import EpisodeMetadata, sibling_path
+from smoldata_tui.store.metadata import TRAINING_SUFFIX, EpisodeMetadata, sibling_path
 from smoldata_tui.trace.finding import Finding
 from smoldata_tui.training.capture_findings import capture_findings
 from smoldata_tui.training.config_findings import sidecar_findings
@@ -24,6 +24,17 @@ from smoldata_tui.training.validation import training_findings
 
 # findings of a line the analysis could not read as one event: calls on it are not in its counts
 _UNCOUNTED_LINES = frozenset({"malformed_line", "truncated_line", "wrapper_split", "undecodable", "wrapper_crash"})
+
+
+def _absent(path: str) -> bool:
+    """Whether no file is at ``path`` (what its readers take for "none": any other error they say)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def tools_called(stream_findings: Iterable[Finding], calls_by_tool: Mapping[str, int]) -> Collection[str] | None:
@@ -41,9 +52,12 @@ def episode_findings(trace_path: str | os.PathLike[str], stream_findings: list[F
     the trace rules, when that analysis fed them (else they read the trace themselves)."""
     path = os.fspath(trace_path)
     found = sidecar_findings(path, metadata=metadata, tools_called=tools_called(stream_findings, calls_by_tool))
-    found += training_findings(path)
+    training = not _absent(sibling_path(path, TRAINING_SUFFIX))  # one stat, not a failed open for each reader
+    if training:
+        found += training_findings(path)
     found += trace_rule_findings(path, metadata, rules)  # integrity and the budget forecast
-    found += ledger_findings(path, metadata)
+    if training:
+        found += ledger_findings(path, metadata)
     if metadata is not None and metadata.capture:
         found += capture_findings(metadata, lambda: read_requests(sibling_path(path, REQUESTS_SUFFIX)))
     return found

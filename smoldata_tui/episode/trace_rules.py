@@ -14,23 +14,21 @@ from smoldata_tui.training.budget import StepReader, context_window_of, forecast
 
 
 class TraceRules:
-    """The rules' state for one trace. Fed by :meth:`hook` as the trace engine's ``on_event`` during
-    the analysis ``check`` and the fleet make anyway (one parse of every line, not two), or by a
-    pass of its own (:func:`trace_rule_findings` without ``rules``)."""
+    """The rules' state for one trace. Fed as the trace engine's rider (``analyze_path(rider=…)``)
+    during the analysis ``check`` and the fleet make anyway (one parse of every line, not two), or
+    by a pass of its own (:func:`trace_rule_findings` without ``rules``)."""
 
     def __init__(self) -> None:
         self.integrity, self.steps = IntegrityRules(), StepReader()
-        self.analysis = None  # the TraceAnalysis whose events feed the rules (its event count numbers them)
 
-    def hook(self, value, line, _offset, _size, _piece) -> None:
-        # Every event of every trace of a fleet passes here: only the three kinds the rules read go on.
-        if type(value) is not dict:
-            return
-        kind = value.get("type")
-        if kind == "tool_use":
-            self.integrity.take(value, line, self.analysis.event_count - 1)  # counted before the hook runs
-        elif kind == "step_start" or kind == "step_finish":
-            self.steps.take(value, line, self.analysis.event_count - 1)
+    # the rider's calls (trace.event_pass.EventPass), for the three kinds of events the rules read
+    def tool_use(self, event: dict, line: int, index: int) -> None:
+        self.integrity.take(event, line, index)
+
+    def step_start(self, event: dict, line: int, index: int) -> None:
+        self.steps.take(event, line, index)
+
+    step_finish = step_start
 
     def merge(self, later: TraceRules, events_before: int) -> None:
         """The rules of the trace's next part, fed on their own (a big trace is read in parts on

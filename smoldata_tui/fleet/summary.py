@@ -8,7 +8,6 @@ round-trips through a plain list for the cache.
 from __future__ import annotations
 
 import os
-from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
@@ -125,10 +124,9 @@ _FIELDS = [f.name for f in fields(EpisodeSummary)]
 
 def from_report(path: str, report: TraceReport) -> EpisodeSummary:
     verdict, stats = report.verdict, report.stats
-    severities = Counter()
+    severities = report.severity_counts()
     kinds: dict[str, int] = {}
     for finding in report.findings:
-        severities[finding.severity.value] += 1
         kinds[finding.kind] = kinds.get(finding.kind, 0) + 1
     tokens = stats.tokens
     flagged = sorted({finding.kind for finding in report.findings if finding.severity.value in ("error", "warning")})

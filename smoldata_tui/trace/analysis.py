@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -35,6 +34,7 @@ from smoldata_tui.trace.verdict import Verdict, VerdictMachine
 
 CHUNK_SIZE = 1 << 20
 
+_SEVERITIES = [severity.value for severity in Severity]
 MALFORMED = "(malformed)"  # EventRecord.kind of a line that is not JSON
 NOT_AN_OBJECT = "(not an object)"  # EventRecord.kind of JSON that is not an event object
 
@@ -65,8 +65,10 @@ class TraceReport:
     bytes: int
 
     def severity_counts(self) -> dict[str, int]:
-        counts = Counter(finding.severity.value for finding in self.findings)
-        return {severity.value: counts.get(severity.value, 0) for severity in Severity}
+        counts = dict.fromkeys(_SEVERITIES, 0)  # in Severity's order
+        for finding in self.findings:
+            counts[finding.severity.value] += 1
+        return counts
 
     def to_json(self) -> dict:
         failure = self.verdict.failure
@@ -149,9 +151,12 @@ class TraceAnalysis:
         offset: int = 0,
         on_event: EventHook | None = None,
         verdict_only: bool = False,
+        rider=None,
     ) -> None:
         if verdict_only and keep_events:
             raise ValueError("verdict_only keeps no event records")
+        if verdict_only and rider is not None:
+            raise ValueError("a rider takes the events the findings take: none with verdict_only")
         self._on_event = on_event
         self._verdict_only = verdict_only
         self._framer = LineFramer(first_line=first_line, offset=offset, huge_check=huge_line_error)
@@ -159,7 +164,7 @@ class TraceAnalysis:
         steps = StepTracker()
         self._findings = FindingsCollector(steps)
         self._stats = StatsCollector(steps, self._findings.add)
-        self._take_event = EventPass(self._findings, self._stats).take
+        self._take_event = EventPass(self._findings, self._stats, rider).take
         self.events: list[EventRecord] | None = [] if keep_events else None
         self.event_count = 0
         self.line_count = 0
@@ -225,7 +230,7 @@ class TraceAnalysis:
             self._close_framer()
         self._bytes_before_framer = self.bytes_seen
         self._framer = None
-        self._on_event = None  # its rider goes back on its own
+        self._on_event = self._take_event = None  # no event comes after; its rider goes back on its own
 
     def merge(self, later: TraceAnalysis) -> None:
         """Append the analysis of the stream's next part, made on its own (both ended)."""
@@ -370,12 +375,8 @@ def analyze_bytes(data: bytes, *, keep_events: bool = False) -> tuple[TraceRepor
 def analyze_path(path: str | os.PathLike[str], *, keep_events: bool = False,
                  rider=None) -> tuple[TraceReport, TraceAnalysis]:  # fmt: skip
     """Stream a trace file through the analysis (OSError propagates to the caller). ``rider``: rules
-    that ride on this one parse of every line, an object with ``hook`` (the analysis's
-    ``on_event``) whose ``analysis`` is set to it before the first line (its event count numbers
-    the events the hook sees)."""
-    analysis = TraceAnalysis(keep_events=keep_events, on_event=rider.hook if rider is not None else None)
-    if rider is not None:
-        rider.analysis = analysis
+    that ride on this one parse of every line (see :class:`~smoldata_tui.trace.event_pass.EventPass`)."""
+    analysis = TraceAnalysis(keep_events=keep_events, rider=rider)
     with open(path, "rb", buffering=0) as handle:
         # read(n) allocates n bytes first: a small trace (a fleet's thousands) is read by its size
         chunk_size = min(CHUNK_SIZE, max(os.fstat(handle.fileno()).st_size + 1, 1 << 16))

@@ -16,11 +16,18 @@ from smoldata_tui.trace.steps import message_id_of_part
 
 
 class EventPass:
-    """Feeds each parsed event object to a stream's findings and stats."""
+    """Feeds each parsed event object to a stream's findings and stats, and to its rider.
 
-    __slots__ = ("_findings", "_said", "_steps", "_calls", "_collector", "_stats")
+    A rider is rules that take the same events without a parse of their own (``check``'s integrity
+    and budget rules, ``episode/trace_rules.py``): ``tool_use(event, line, index)``,
+    ``step_start(event, line, index)`` and ``step_finish(event, line, index)`` are called for those kinds of events
+    only, before the findings take them.
+    """
 
-    def __init__(self, findings: FindingsCollector, stats: StatsCollector) -> None:
+    __slots__ = ("_findings", "_said", "_steps", "_calls", "_collector", "_stats", "_rider")
+
+    def __init__(self, findings: FindingsCollector, stats: StatsCollector, rider=None) -> None:
+        self._rider = rider
         self._findings = findings
         self._said = findings.said
         self._steps = findings.steps
@@ -47,6 +54,15 @@ class EventPass:
                 message_id = message_id_of_part(part)
         else:
             part = message_id = None
+
+        rider = self._rider
+        if rider is not None:
+            if kind == "tool_use":
+                rider.tool_use(event, line, index)
+            elif kind == "step_start":
+                rider.step_start(event, line, index)
+            elif kind == "step_finish":
+                rider.step_finish(event, line, index)
 
         # what the findings make of its kind
         if kind == "tool_use":

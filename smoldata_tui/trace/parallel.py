@@ -75,10 +75,7 @@ def analyze_part(path: str, start: int, end: int, last: bool, rider=None) -> Tra
     """Analyse the bytes [start, end) of a trace, numbering lines as in the whole file. ``rider``:
     rules fed by this part's events (see ``analyze_path``), numbering them from the part's start."""
     with open(path, "rb", buffering=0) as handle:
-        analysis = TraceAnalysis(first_line=_lines_before(handle, start) + 1, offset=start,
-                                 on_event=rider.hook if rider is not None else None)  # fmt: skip
-        if rider is not None:
-            rider.analysis = analysis
+        analysis = TraceAnalysis(first_line=_lines_before(handle, start) + 1, offset=start, rider=rider)
         handle.seek(start)
         left = end - start
         while left > 0:
@@ -117,10 +114,7 @@ def analyze_path_parallel(path: str | os.PathLike[str], *, workers: int | None =
 
 def _analyze_part_with_rider(path: str, start: int, end: int, last: bool, rider_type) -> tuple[TraceAnalysis, object]:
     rider = rider_type() if rider_type is not None else None
-    analysis = analyze_part(path, start, end, last, rider)
-    if rider is not None:
-        rider.analysis = None  # sent back on its own
-    return analysis, rider
+    return analyze_part(path, start, end, last, rider), rider
 
 
 def _analyze_ranges(path: Path, ranges: list[tuple[int, int]], rider=None) -> TraceReport:
