@@ -41,7 +41,7 @@ SEED = """
 import sys
 from pathlib import Path
 from smoldata_tui.trace.seed_rule import seed_outcome
-from smoldata_tui.store.metadata import is_trace_name
+from smoldata_tui.session.metadata import is_trace_name
 for path in sorted(p for p in Path(sys.argv[1]).rglob("*.jsonl") if p.is_file() and is_trace_name(p.name)):
     with open(path, "rb") as handle:
         outcome = seed_outcome(handle.read())
@@ -52,7 +52,7 @@ FLOOR = """
 import os, sys, multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 import orjson
-from smoldata_tui.fleet.check import list_traces
+from smoldata_tui.check import list_traces
 
 def one(path):
     with open(path, "rb") as handle:
