@@ -144,7 +144,7 @@ def bash_steps_recording(folder: Path, steps: int, command: str, output: str) ->
 def local_daytona_server(folder: Path):
     """The local server that speaks Daytona's API (tests/daytona_local), with this process's
     environment pointing the real SDK at it; stopped (every sandbox killed) on the way out."""
-    from smoldata_tui.opencode.install import ensure_opencode
+    from smoldata_tui.session.opencode_install import ensure_opencode
     from tests.daytona_local import LocalDaytona
 
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
