@@ -53,7 +53,7 @@ def _generate() -> None:
 @dataclass
 class Measured:
     seconds: float
-    peak_rss_mb: float  # the largest RSS of the main process (from wait4)
+    peak_rss_mb: float  # the largest RSS of any one process: the main one or a child it waited for (wait4)
     peak_tree_rss_mb: float  # the largest sum of RSS over the process and its children (sampled)
     stdout: str
 
@@ -144,7 +144,7 @@ def bash_steps_recording(folder: Path, steps: int, command: str, output: str) ->
 def local_daytona_server(folder: Path):
     """The local server that speaks Daytona's API (tests/daytona_local), with this process's
     environment pointing the real SDK at it; stopped (every sandbox killed) on the way out."""
-    from smoldata_tui.session.opencode_install import ensure_opencode
+    from smoldata_tui.opencode.install import ensure_opencode
     from tests.daytona_local import LocalDaytona
 
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):

@@ -7,7 +7,9 @@ times in separate processes, each best of N:
   (a) `smoldata-tui check --json` on it, the whole CLI;
   (b) the seed's rule, transcribed literally (smoldata_tui.trace.seed_rule), on the same bytes;
   (c) a bare loop of orjson.loads over the file's lines: the floor for any JSON-reading tool.
-Targets: (a) at least 5x faster than (b), within 1.5x of (c), peak RSS under 150 MB.
+Targets (issue 27, wall clock, 2 CPUs, the rule and the floor measured in the same run): (a) at
+least 5x faster than (b) and at most 1.5x the time of (c); the peak RSS of check's largest process
+(itself or a worker) at most 150 MB.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 from _common import big_trace, measure
 
@@ -44,7 +47,8 @@ def main() -> int:
     args = parser.parse_args()
     trace = big_trace()
     size_mb = trace.stat().st_size / 1024 / 1024
-    print(f"machine: {os.cpu_count()} CPUs; check uses them all for a file this size")
+    print(f"machine: {os.cpu_count()} CPUs (check uses them all for a file this size), load average "
+          f"{os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")  # fmt: skip
     python = sys.executable
 
     check = measure([python, "-m", "smoldata_tui", "check", "--json", str(trace)], repeat=args.repeat)
@@ -58,16 +62,19 @@ def main() -> int:
         f"trace: {trace.name} — {size_mb:.0f} MB, {events:,} events ({trace.stat().st_size / events / 1024:.1f} KB "
         f"per event), native_tool_calls = {result['native_tool_calls']}"
     )
-    print(f"{'':28}{'seconds':>9}{'MB/s':>9}{'peak RSS MB':>13}{'all processes':>15}")
+    print(f"{'':28}{'seconds':>9}{'MB/s':>9}{'RSS MB: largest':>16}{'all':>6}{'vs seed':>9}{'vs floor':>10}")
     for name, run in (("(a) smoldata-tui check", check), ("(b) seed rule, literal", seed), ("(c) bare orjson loop", bare)):
-        print(f"{name:28}{run.seconds:9.2f}{size_mb / run.seconds:9.0f}{run.peak_rss_mb:13.0f}{run.peak_tree_rss_mb:15.0f}")
+        print(f"{name:28}{run.seconds:9.2f}{size_mb / run.seconds:9.0f}{run.peak_rss_mb:16.0f}{run.peak_tree_rss_mb:6.0f}"
+              f"{seed.seconds / run.seconds:8.2f}x{run.seconds / bare.seconds:9.2f}x")  # fmt: skip
     print()
     speedup = seed.seconds / check.seconds
     overhead = check.seconds / bare.seconds
     print(f"check vs seed rule:     {speedup:5.2f}x faster   (target >= 5x)   {'OK' if speedup >= 5 else 'MISSED'}")
     print(f"check vs bare orjson:   {overhead:5.2f}x the time (target <= 1.5x) {'OK' if overhead <= 1.5 else 'MISSED'}")
-    peak = check.peak_tree_rss_mb
-    print(f"check peak RSS:         {peak:5.0f} MB       (target < 150 MB, all its processes together) {'OK' if peak < 150 else 'MISSED'}")
+    peak = check.peak_rss_mb
+    print(f"check peak RSS:         {peak:5.0f} MB       (target <= 150 MB, its largest process) {'OK' if peak <= 150 else 'MISSED'}"
+          f"; all its processes together {check.peak_tree_rss_mb:.0f} MB")  # fmt: skip
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
 
