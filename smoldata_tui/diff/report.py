@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from smoldata_tui.diff.calls import EpisodeCalls
 from smoldata_tui.diff.compare import EpisodeDiff
+from smoldata_tui.store.metadata import effective_status
 from smoldata_tui.trace.finding_labels import infer_status
 
 
@@ -35,7 +36,8 @@ def side_facts(episode: EpisodeCalls) -> SideFacts:
     else:
         duration = stats.wall_time_ms if stats.first_timestamp is not None else None
     tokens = stats.tokens
-    status = metadata.status if metadata is not None and metadata.status else infer_status(report.findings, ended=True)
+    # as the fleet row and the viewer say it: a running episode whose process is gone is interrupted
+    status = effective_status(metadata) or infer_status(report.findings, ended=True)
     return SideFacts(
         path=str(episode.path),
         task=metadata.task if metadata is not None else None,
