@@ -298,9 +298,14 @@ def test_headless_cli_usage_errors(tmp_path, cli):
 
 
 def test_the_readme_demo_replays_with_no_divergence_and_grade_1(tmp_path, cli, sandboxes):
-    """Exactly the README's replay line (with a --save folder of its own)."""
-    readme = (SAMPLES.parent / "README.md").read_text()
-    line = next(text.strip() for text in readme.splitlines() if text.startswith("smoldata-tui run --task") and "replay:" in text)
+    """Exactly the replay line of the README's "Try it" and of docs/run.md (with a --save folder of its own)."""
+    shown = {
+        doc: [text.strip() for text in (SAMPLES.parent / doc).read_text().splitlines()
+              if text.startswith("smoldata-tui run --task") and "replay:" in text]
+        for doc in ("README.md", "docs/run.md")
+    }  # fmt: skip
+    assert shown["README.md"] and shown["README.md"] == shown["docs/run.md"], shown
+    line = shown["README.md"][0]
     arguments = line.split()[1:] + ["--save", str(tmp_path / "runs")]
     done = cli(*arguments, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -80,7 +80,7 @@ def test_opencode_env_drives_a_daytona_episode_with_its_proxy(tmp_path, local_da
 
 @needs_opencode_env
 def test_the_builtin_driver_writes_what_published_opencode_env_writes_but_for_the_documented_differences():
-    """What the README claims about opencode_env, checked against the installed opencode_env."""
+    """What docs/run.md claims about opencode_env, checked against the installed opencode_env."""
     import inspect
 
     from opencode_env.config import OpenCodeConfig
