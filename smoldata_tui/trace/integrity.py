@@ -78,6 +78,8 @@ def _strings(value: object, found: list[str], budget: list[int]) -> None:
 
 
 def _resolve(path: str) -> str:
+    if path.startswith("/") and "//" not in path and "/." not in path and not path.endswith("/"):
+        return path  # already what normpath gives: no empty, "." or ".." part, no trailing slash
     return posixpath.normpath(path if path.startswith("/") else posixpath.join(WORKDIR, path))
 
 
