@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from smoldata_tui.fleet.work import analyze_trace
 from smoldata_tui.session.batch import BatchPlan
 from smoldata_tui.session.episode import EpisodeSpec
 from smoldata_tui.replay.model_endpoint import open_endpoint
@@ -78,6 +79,10 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sa
         await wait_for(pilot, lambda: app.screen is grid, 30)
         saved = json.loads((grid.batch.folder / "batch.json").read_text())
         assert [row["status"] for row in saved["runs"]] == ["cancelled"] * 3
+        for run in grid.batch.runs:  # an ended row counts the findings the fleet row (and check) counts
+            if run.trace_path is not None and run.trace_path.is_file():
+                row = analyze_trace(str(run.trace_path), with_metadata=True)[1]
+                assert cell(grid, run.key, "findings") == str(len(row.kinds)), (run.key, row.kinds)
         assert saved["runs"][0]["why"] and batch_exit_status(app) == 1
         assert processes_matching("grid-sleeper") == []
         assert sandbox_dirs(sandboxes) == []

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from smoldata_tui.episode.findings import episode_findings
 from smoldata_tui.store.batch_summary import EpisodeOutcome, summary, verdict_kind, write_batch_file
 from smoldata_tui.session.episode import Episode, EpisodeObserver, EpisodeSpec, new_run_dir, now_utc
 from smoldata_tui.replay.model_endpoint import ModelEndpoint
@@ -55,6 +56,7 @@ class EpisodeRun:
         self._last_tool: str | None = None
         # No event records kept: a batch may hold hundreds of episodes; the grid needs the last tool only.
         self._analysis = TraceAnalysis(on_event=self._see_event)
+        self.final_findings: int | None = None  # once ended: the stream's findings and the episode's (as check counts them)
         self._stages: list[tuple[str, str, float, str]] = []  # replayed to a listener that joins late
 
     @property
@@ -72,6 +74,7 @@ class EpisodeRun:
             self.cancelled = False
             self._last_tool = None
             self._analysis = TraceAnalysis(on_event=self._see_event)
+            self.final_findings = None
             self._stages = []
 
     # --- EpisodeObserver ----------------------------------------------------------------------
@@ -138,7 +141,7 @@ class EpisodeRun:
                 "steps": stats.steps,
                 "calls": sum(stats.calls_by_tool.values()),
                 "last_tool": last_tool,
-                "findings": len(self._analysis.findings),
+                "findings": self.final_findings if self.final_findings is not None else len(self._analysis.findings),
                 "verdict": verdict_kind(self._analysis.verdict()) if self._analysis.event_count else None,
             }
 
@@ -353,6 +356,10 @@ class Batch:
         if report.bytes:  # an episode that failed before its agent ran has no trace to judge
             outcome.verdict = verdict_kind(report.verdict)
             outcome.native_tool_calls = report.verdict.native_tool_calls
+        if result.trace_path is not None and result.trace_path.is_file():
+            # what check, the fleet row and the viewer add to the stream's findings, from the files just saved
+            extra = episode_findings(result.trace_path, report.findings, report.stats.calls_by_tool, result.metadata)
+            run.final_findings = len(report.findings) + len(extra)
         why = None
         if not result.graded:
             if result.error is not None:
