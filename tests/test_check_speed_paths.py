@@ -158,3 +158,47 @@ def test_metadata_numbers_are_read_as_json_reads_them(values):
 
     data = json.dumps({"values": values}).encode()
     assert repr(_decode_json(data)) == repr(json.loads(data))
+
+
+def test_a_first_run_takes_each_traces_cache_key_in_its_worker(tmp_path, monkeypatch):
+    """With an empty cache the parent stats no trace before the pool starts (the workers take each
+    key as they read the trace); the next run is served from the cache those keys made."""
+    import io
+    import os
+    import time
+
+    from smoldata_tui.commands.check import run_check
+    from smoldata_tui.fleet import check_cache
+    from smoldata_tui.fleet.build import write_fleet
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "fleet"
+    write_fleet(folder, 40, seed=5, defect_rate=0.3)
+    past = time.time_ns() - 3600 * 10**9
+    for path in folder.rglob("*"):
+        os.utime(path, ns=(past, past))
+
+    class Out(io.StringIO):
+        buffer: io.BytesIO
+
+    def check() -> bytes:
+        out = Out()
+        out.buffer = io.BytesIO()
+        run_check([str(folder)], as_json=True, strict=False, out=out)
+        return out.buffer.getvalue()
+
+    keyed_by_parent = check_cache.episode_key
+
+    def parent_key(*args):
+        raise AssertionError("the parent took a key on a first run")
+
+    monkeypatch.setattr(check_cache, "episode_key", parent_key)
+    first = check()
+    monkeypatch.setattr(check_cache, "episode_key", keyed_by_parent)
+    from smoldata_tui.fleet import work
+
+    def analysed(*args, **kwargs):
+        raise AssertionError("a trace was analysed again")
+
+    monkeypatch.setattr(work, "analyze_trace", analysed)
+    assert check() == first and len(first.splitlines()) == 40

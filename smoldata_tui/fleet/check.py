@@ -91,6 +91,18 @@ def check_one(path: str, *, as_json: bool = False, with_metadata: bool = False, 
     return Checked(path, summary, report=report)
 
 
+def check_keyed(item: tuple[str, frozenset[str] | None], *, as_json: bool, with_metadata: bool, big: bool = False) -> Checked:
+    """:func:`check_one` of ``item`` (its path and the names in its folder), with the cache key of
+    its files taken before they are read: on a first run a worker takes it, not the parent alone."""
+    from smoldata_tui.fleet.cache import episode_key
+
+    path, names = item
+    key = episode_key(path, names)
+    result = check_one(path, as_json=as_json, with_metadata=with_metadata, big=big)
+    result.key = key
+    return result
+
+
 def check_all(
     traces: list[str] | list[Path] | list[Listed],
     *,
@@ -121,9 +133,14 @@ def check_all(
     big = {index for index in todo if _size(paths[index]) >= PARALLEL_MIN_BYTES}
     # A big trace is split across every CPU by its own pool, made first while this process
     # has no other pool (and no threads) to fork with.
-    done = {index: check_one(paths[index], as_json=as_json, with_metadata=with_metadata, big=True) for index in big}
-    small = [paths[index] for index in todo if index not in big]
-    work = partial(check_one, as_json=as_json, with_metadata=with_metadata)
+    done = {index: check_keyed((paths[index], listed[index].names), as_json=as_json, with_metadata=with_metadata, big=True)
+            for index in big}  # fmt: skip
+    if cache is not None and cache.keys_wanted:
+        small = [(paths[index], listed[index].names) for index in todo if index not in big]
+        work = partial(check_keyed, as_json=as_json, with_metadata=with_metadata)
+    else:
+        small = [paths[index] for index in todo if index not in big]
+        work = partial(check_one, as_json=as_json, with_metadata=with_metadata)
     results = in_order(work, small, workers=workers) if todo else iter(())
     for index in range(len(paths)):
         if index in hits:

@@ -45,6 +45,10 @@ class CheckCache:
             cache.load()
             self._caches[root] = cache
         self._keys: dict[int, Key] = {}  # index in the listing -> its trace's key
+        # A cache with no entries (a first run) is asked nothing: the workers take each trace's
+        # key as they analyse it (check_keyed), and the parent does not stat every file first.
+        self._empty = {root for root, cache in self._caches.items() if not cache.entries}
+        self.keys_wanted = False  # set by lookup: the results are to come with their keys
 
     def lookup(self, listed: list[Listed]) -> dict[int, Checked]:
         """The results still true, by index in ``listed``; remembers every key for :meth:`keep`."""
@@ -53,6 +57,9 @@ class CheckCache:
         hits: dict[int, Checked] = {}
         seen: dict[str, set[str]] = {root: set() for root in self._walked}
         for index, item in enumerate(listed):
+            if item.root in self._empty:
+                self.keys_wanted = True
+                continue
             key = episode_key(item.path, item.names)
             if key is None:
                 continue  # gone or not a regular file: analysed, to say so
@@ -70,7 +77,7 @@ class CheckCache:
         return hits
 
     def keep(self, index: int, item: Listed, result: Checked) -> None:
-        key = self._keys.get(index)
+        key = self._keys.get(index, result.key)
         if key is None or result.error is not None or result.line is None:
             return
         self._caches[item.root].put(item.relative, key, result.summary, body_of(item.path, result.line))

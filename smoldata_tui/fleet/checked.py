@@ -26,13 +26,14 @@ class Checked:
     summary: EpisodeSummary
     report: TraceReport | None = None
     line: bytes | None = None
+    key: tuple | None = None  # what the cache keeps it under, when the worker took it (fleet/cache.py)
 
     @property
     def path(self) -> Path:
         return Path(self.name)
 
     def __reduce__(self):
-        return (Checked, (self.name, self.summary, self.report, self.line))  # see EpisodeSummary's
+        return (Checked, (self.name, self.summary, self.report, self.line, self.key))  # see EpisodeSummary's
 
     @property
     def error(self) -> str | None:
