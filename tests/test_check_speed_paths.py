@@ -116,37 +116,6 @@ def test_a_big_trace_in_processes_has_the_rules_of_both_halves(tmp_path, monkeyp
     assert [f.to_json() for f in in_parts.findings] == [f.to_json() for f in one_process.findings]
 
 
-NUMBERS = st.one_of(st.integers(-(2**60), 2**60), st.sampled_from([0, 2**53, 2**53 + 1, -(2**53) - 1, 1.5, 0.0,
-                                                                    float("nan"), float("inf"), True, None, "7"]))  # fmt: skip
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.fixed_dictionaries({}, optional={"input": NUMBERS, "output": NUMBERS, "reasoning": NUMBERS,
-                                                    "cache": st.fixed_dictionaries({}, optional={"read": NUMBERS, "write": NUMBERS})}),
-                min_size=1, max_size=4))  # fmt: skip
-def test_token_counts_taken_the_short_way_are_the_general_ways(token_dicts):
-    """Steps whose counts are all counted ints are added without the per-number checks; the totals
-    and the bad_number findings are those of the general path, whatever the mix."""
-    from smoldata_tui.trace import analyze_bytes
-    from smoldata_tui.trace.stats import StatsCollector
-
-    builder = TraceBuilder()
-    for tokens in token_dicts:
-        builder.step_start()
-        builder.text("x")
-        builder.step_finish("stop")["part"]["tokens"] = tokens
-    data = builder.dumps()
-    short, _ = analyze_bytes(data)
-    general = StatsCollector.__dict__["_plain_tokens"]
-    try:
-        StatsCollector._plain_tokens = staticmethod(lambda tokens, totals: False)
-        long, _ = analyze_bytes(data)
-    finally:
-        StatsCollector._plain_tokens = general
-    assert short.stats.to_json() == long.stats.to_json()
-    assert [f.to_json() for f in short.findings] == [f.to_json() for f in long.findings]
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.integers(-(10**25), 10**25), st.text("0123456789 ,.", max_size=30)), max_size=5))
 def test_metadata_numbers_are_read_as_json_reads_them(values):

@@ -152,26 +152,11 @@ class StatsCollector:
             self.left_out(name, value, line, index)
         return None
 
-    @staticmethod
-    def _plain_tokens(tokens: dict, totals: dict) -> bool:
-        """Add the usual counts (every one a counted int, the cache's too) and say True; anything
-        else is left to the general path (False, nothing added)."""
-        cache = tokens.get("cache")
-        if type(cache) is not dict:
-            return False
-        counts = (tokens.get("input"), tokens.get("output"), tokens.get("reasoning"), cache.get("read"), cache.get("write"))
-        for value in counts:
-            if not (type(value) is int and -COUNTED_LIMIT <= value <= COUNTED_LIMIT):
-                return False
-        for key, value in zip(_TOKEN_KEYS, counts):
-            totals[key] += value  # an int 0 added where the general path skips a falsy one: the same total
-        return True
-
     def step_finish(self, part: dict, line: int, index: int) -> None:
         stats = self._stats
         stats.steps_finished += 1
         tokens = part.get("tokens")
-        if type(tokens) is dict and not self._plain_tokens(tokens, stats.tokens):
+        if type(tokens) is dict:
             totals = stats.tokens
             counted = self._counted
             value = counted(tokens.get("input"), "tokens.input", line, index)
