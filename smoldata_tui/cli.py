@@ -15,6 +15,8 @@ def _parser() -> argparse.ArgumentParser:
         description="See what an OpenCode agent did in a SmolDataEnvs episode, and what training makes of it.",
     )
     parser.add_argument("--version", action="version", version=f"smoldata-tui {__version__}")
+    parser.add_argument("--tasks", dest="home_tasks", metavar="DIR",
+                        help="without a COMMAND: the task set the home screen lists (default: the sample tasks)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser(
@@ -264,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_opencode_cli(args.opencode_action, args.opencode_version)
         from smoldata_tui.ui.apps.live import run_home
 
-        return run_home()
+        return run_home(args.home_tasks)
     except KeyboardInterrupt:
         print("smoldata-tui: interrupted", file=sys.stderr)
         return 130

@@ -106,7 +106,7 @@ async def test_the_launch_forms_sampling_field(tmp_path, monkeypatch):
     started = []
 
     class Launched(Screen):  # stands in for the live screen: the episode itself is tested above
-        def __init__(self, spec) -> None:
+        def __init__(self, spec, **_options) -> None:
             super().__init__()
             started.append(spec)
 

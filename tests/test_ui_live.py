@@ -163,6 +163,11 @@ async def test_home_lists_the_tasks_and_the_launch_form_starts_a_live_run(tmp_pa
         assert "capture off" in str(live_screen(app).query_one("#live-header").render())
         assert result.trace_path.parent.parent == tmp_path / "runs"
         assert sandbox_dirs(sandboxes) == []
+        # q on the ended run comes back home (not out of the app), whose episode list is read again.
+        await back_to_stages(pilot, app)
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 5)
+        assert app.is_running and "1 saved episode in" in str(app.screen.query_one("#home-episodes").render())
 
 
 async def test_at_80x24_the_launch_form_shows_its_task_every_field_and_the_run_button(tmp_path):

@@ -20,6 +20,8 @@ from textual.app import App
 from textual.binding import Binding
 
 from smoldata_tui.session.episode import EpisodeSpec
+from smoldata_tui.tasks import TaskError, load_task_set
+from smoldata_tui.trace.text import neutralize
 from smoldata_tui.ui.apps.navigation import Navigation
 from smoldata_tui.ui.screens.palette import ScreenCommands
 from smoldata_tui.ui.exit_status import signal_exit_status, tui_exit_status
@@ -187,7 +189,14 @@ def _end_process_after(seconds: float, status: int) -> None:
 
 
 def run_home(tasks_root: str | None = None, runs: str = "runs") -> int:
-    """``smoldata-tui`` with no arguments."""
+    """``smoldata-tui`` with no COMMAND (``--tasks DIR``: that task set); exit 2 when DIR holds no
+    readable task set, said before any screen is drawn."""
+    if tasks_root is not None:
+        try:
+            load_task_set(tasks_root)
+        except TaskError as exc:
+            print(f"smoldata-tui --tasks: {neutralize(str(exc))}", file=sys.stderr)
+            return 2
     if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
         print("smoldata-tui: needs a terminal (see smoldata-tui --help for the commands)", file=sys.stderr)
         return 2

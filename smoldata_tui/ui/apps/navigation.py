@@ -52,10 +52,10 @@ class Navigation:
         self.push_screen(DiffScreen(left, right))
 
     def open_live(self, spec: Any) -> None:
-        """A live episode of ``spec`` (an EpisodeSpec), started as the screen mounts."""
+        """A live episode of ``spec`` (an EpisodeSpec), started as the screen mounts; its ``q`` comes back here."""
         from smoldata_tui.ui.screens.live import LiveScreen
 
-        self.push_screen(LiveScreen(spec))
+        self.push_screen(LiveScreen(spec, back_on_quit=True))
 
     def ask_to_fork(self, episode_screen: Screen) -> None:
         """From the episode screen: its cursor row's step, confirmed, then the fork form."""

@@ -1,7 +1,8 @@
 """``smoldata-tui`` without arguments: the task set and the saved episodes.
 
 Enter on a task opens the launch form (backend, model, endpoint, timeout, harness, capture), which
-starts the live episode. ``e`` opens the saved episodes in the fleet table.
+starts the live episode, whose ``q`` comes back here. ``e`` opens the saved episodes in the fleet
+table; the folder field (``f``) lists another task set; ``?`` lists the keys.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.replay.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.session.opencode_env_harness import opencode_env_available
 from smoldata_tui.tasks import Task, TaskError, load_task_set
-from smoldata_tui.trace.text import clip
+from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.training.sampling import SamplingError, parse_sampling
+from smoldata_tui.ui.screens.help import HelpScreen
 from smoldata_tui.ui.screens.modal_form import ModalForm
 from smoldata_tui.ui.theme_text import ThemedStatic
 
@@ -38,11 +40,19 @@ class HomeScreen(Screen[None]):
     BINDINGS = [
         Binding("enter", "launch", "Run the task"),
         Binding("e", "episodes", "Saved episodes"),
+        Binding("f", "folder", "Task folder"),
+        Binding("escape", "tasks", "Back to the task list", show=False),
+        Binding("question_mark", "help", "Keys"),
         Binding("q", "app.quit", "Quit"),
     ]
+    AUTO_FOCUS = "DataTable"  # the keys above, not the folder field, take what is typed first
     DEFAULT_CSS = """
     HomeScreen > #home-title { height: 1; padding: 0 1; background: $panel; }
     HomeScreen > DataTable { height: 1fr; }
+    HomeScreen > #home-folder { height: 1; padding: 0 1; }
+    HomeScreen #home-folder > Label { width: auto; padding-right: 1; }
+    HomeScreen #home-tasks { width: 1fr; }
+    HomeScreen > #home-folder-error { height: auto; padding: 0 1; }
     HomeScreen > #home-episodes { height: auto; padding: 0 1; }
     """
 
@@ -58,19 +68,34 @@ class HomeScreen(Screen[None]):
             self.tasks = load_task_set(self.tasks_root)
         except TaskError as exc:
             self.problem = clip(str(exc), 300)
-        where = self.tasks_root or "the sample tasks that ship with smoldata-tui"
-        yield ThemedStatic(Text(f"tasks in {clip(str(where), 100)}  (Enter runs one, e browses saved episodes)"), id="home-title")
+        yield ThemedStatic(self._title(), id="home-title")
         table: DataTable = DataTable(cursor_type="row", zebra_stripes=True)
         for column, width in (("task", 26), ("tier", 8), ("category", 16), ("data", 12), ("instruction", 80)):
             table.add_column(column, key=column, width=width)
+        yield table
+        with Horizontal(id="home-folder"):
+            yield Label("task folder (f)")
+            yield Input(str(self.tasks_root or ""), placeholder="empty: the sample tasks; Enter lists the tasks of a folder",
+                        id="home-tasks", compact=True)  # fmt: skip
+        yield ThemedStatic("", id="home-folder-error")
+        yield ThemedStatic(self._episodes_line(), id="home-episodes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._fill_table()
+
+    def _title(self) -> Text:
+        where = self.tasks_root or "the sample tasks that ship with smoldata-tui"
+        return Text(f"tasks in {clip(str(where), 100)}  (Enter runs one, e browses saved episodes, ? lists the keys)")
+
+    def _fill_table(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
         for task in self.tasks:
             table.add_row(
                 Text(task.name), Text(str(task.difficulty_tier or "")), Text(str(task.category or "")),
                 Text(task.data_source), Text(clip(task.summary, 200)), key=task.name,
             )  # fmt: skip
-        yield table
-        yield ThemedStatic(self._episodes_line(), id="home-episodes")
-        yield Footer()
 
     def _episodes_line(self) -> Text:
         if self.problem:
@@ -102,6 +127,41 @@ class HomeScreen(Screen[None]):
             self.app.notify(f"no saved episodes in {clip(str(self.runs), 80)} yet", markup=False)
             return
         self.app.open_fleet(self.runs, standalone=False)
+
+    def action_folder(self) -> None:
+        self.query_one("#home-tasks", Input).focus()
+
+    def action_tasks(self) -> None:
+        self.query_one(DataTable).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "home-tasks":
+            event.stop()
+            self.load_folder(event.value.strip())
+
+    def load_folder(self, typed: str) -> None:
+        """List the task set in the folder ``typed`` (empty: the shipped samples); a folder that
+        holds no readable task set is said under the field, and the list shown stays."""
+        folder = Path(typed).expanduser() if typed else None
+        error = self.query_one("#home-folder-error", Static)
+        try:
+            tasks = load_task_set(folder)
+        except TaskError as exc:
+            kept = f"still listing {clip(str(self.tasks_root or 'the sample tasks'), 80)}"
+            error.update(Text(f"{clip(neutralize(str(exc)), 300)} ({kept})", style="bold $error"))
+            return
+        self.tasks_root, self.tasks, self.problem = folder, tasks, None
+        error.update("")
+        self.query_one("#home-title", Static).update(self._title())
+        self.query_one("#home-episodes", Static).update(self._episodes_line())
+        self._fill_table()
+        self.action_tasks()
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self))
+
+    def help_sections(self) -> list[tuple[str, type]]:
+        return [("Home", HomeScreen)]
 
     def on_screen_resume(self) -> None:
         self.query_one("#home-episodes", Static).update(self._episodes_line())

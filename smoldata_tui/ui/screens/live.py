@@ -106,7 +106,7 @@ class LiveScreen(Screen[None]):
         Binding("enter,t", "timeline", "Timeline"),
         Binding("escape", "cancel", "Cancel the episode"),  # Ctrl+C: the app's binding, on every screen
         Binding("K", "end_call", "End the running tool call (the agent goes on)"),
-        Binding("q", "quit_episode", "Quit"),
+        Binding("q", "leave", "Quit"),
     ]
     DEFAULT_CSS = """
     LiveScreen #live-header { height: auto; padding: 0 1; background: $panel; }
@@ -118,15 +118,18 @@ class LiveScreen(Screen[None]):
     ConfirmCancel Horizontal { height: auto; margin-top: 1; }
     """
 
-    def __init__(self, spec: EpisodeSpec) -> None:
+    def __init__(self, spec: EpisodeSpec, *, back_on_quit: bool = False) -> None:
+        """``back_on_quit``: opened from another screen (home's launch form), ``q`` goes back there."""
         super().__init__()
         self.spec = spec
+        self.back_on_quit = back_on_quit
         self.stages = stages_for(spec.backend, spec.harness, capture=spec.capture)
         self.episode = Episode(spec, _Observer(self))
         self.trace_path: Path | None = None
         self.result: EpisodeResult | None = None
         self.running = True
         self._quit_after = False
+        self._back_after = False  # q confirmed while running: back to the screen below once it has stopped
         self._started = time.monotonic()
         self._timeline_shown = False
         self.follower = None  # the open timeline's TraceFollower, woken when new bytes arrive
@@ -258,6 +261,8 @@ class LiveScreen(Screen[None]):
         self.query_one("#live-outcome", Static).update(self._outcome(message))
         if self._quit_after:
             self.app.exit()
+        elif self._back_after:
+            self._go_back()
 
     # --- actions ----------------------------------------------------------------------------
     def action_timeline(self) -> None:
@@ -323,6 +328,34 @@ class LiveScreen(Screen[None]):
             "the call had already ended"  # fmt: skip
         self.app.call_from_thread(self.app.notify, neutralize(said, keep_newlines=False), markup=False)
 
+    def action_leave(self) -> None:
+        """q: opened from another screen, back to it once the episode has stopped (a running one is
+        cancelled after the cancel's own question); otherwise quit, as Ctrl+Q does."""
+        if not self.back_on_quit:
+            self.action_quit_episode()
+        elif not self.running:
+            self._go_back()
+        else:
+
+            def cancel_then_go_back() -> None:
+                self._back_after = True
+                self.episode.cancel("q (cancel confirmed)")
+                self.query_one("#live-outcome", Static).update(
+                    Text("cancelling: stopping the agent, saving, releasing the sandbox, then back…", style="$warning")
+                )
+
+            question = ConfirmCancel("Cancel the episode and go back? The agent is stopped, what it wrote is kept, "
+                                     "the sandbox released.", yes="Cancel and go back (y)")  # fmt: skip
+            ask_then(self.app, question, cancel_then_go_back)
+
+    def _go_back(self) -> None:
+        """Close this screen and whatever was opened over it (the timeline, a dialog)."""
+        if self not in self.app.screen_stack:
+            return
+        while self.app.screen is not self:
+            self.app.pop_screen()
+        self.dismiss(None)
+
     def action_quit_episode(self, reason: str = "q (quit)") -> None:
         if not self.running:
             self.app.exit()
@@ -387,5 +420,5 @@ class LiveScreen(Screen[None]):
             text.append("\n")
         if result.error is not None:
             text.append(f" · {clip(str(result.error), 160)}", style="$error")
-        text.append("   (t: timeline, q: quit)", style="dim")
+        text.append(f"   (t: timeline, q: {'back' if self.back_on_quit else 'quit'})", style="dim")
         return text
