@@ -256,7 +256,6 @@ class TraceAnalysis:
         take_exactly = self._take_exactly
         may_split = batch.may_split
         deep_bytes = 2 * DEEP_NESTING
-        count = bytes.count
         line = batch.first_line
         offset = batch.offset
         if batch.huge is not None:
@@ -272,8 +271,7 @@ class TraceAnalysis:
             else:
                 if (
                     (may_split and wrapper_may_split(raw))
-                    or (size > deep_bytes and count(raw, b"{") + count(raw, b"[") > DEEP_NESTING  # in C: most lines stop here
-                        and may_nest_deeply(raw, _bytes_outside_known_strings(value, size)))
+                    or (size > deep_bytes and may_nest_deeply(raw, _bytes_outside_known_strings(value, size)))
                     or not verdict_event(line, value, exact=False)
                 ):
                     take_exactly(raw, line, offset, False)
