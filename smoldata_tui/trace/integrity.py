@@ -87,12 +87,18 @@ def _call_of(value: object, event: int, line: int) -> _Call | None:
     if type(value) is not dict or value.get("type") != "tool_use":
         return None
     part = value.get("part")
-    if not isinstance(part, dict) or not isinstance(part.get("tool"), str):
+    if type(part) is not dict or type(tool := part.get("tool")) is not str:
         return None
-    state = part.get("state") if isinstance(part.get("state"), dict) else {}
-    tool_input = state.get("input") if isinstance(state.get("input"), dict) else {}
-    paths = [_resolve(tool_input[key]) for key in _PATH_KEYS if isinstance(tool_input.get(key), str) and tool_input[key]]
-    return _Call(event, line, part["tool"], state.get("status") == "completed", paths, _input_text(tool_input))
+    state = part.get("state")
+    state = state if type(state) is dict else {}
+    tool_input = state.get("input")
+    tool_input = tool_input if type(tool_input) is dict else {}
+    paths = []
+    for key in _PATH_KEYS:
+        path = tool_input.get(key)
+        if type(path) is str and path:
+            paths.append(_resolve(path))
+    return _Call(event, line, tool, state.get("status") == "completed", paths, _input_text(tool_input))
 
 
 def _input_text(tool_input: dict) -> str:
@@ -223,6 +229,10 @@ class IntegrityRules:
             self.add(call)
 
     def add(self, call: _Call) -> None:
+        text = call.text
+        if (call.tool == "bash" and self._looked and not call.paths and ">" not in text and "tee" not in text
+                and ANSWER_NAME not in text and not _names_verifier(text)):  # fmt: skip
+            return  # most calls: no rule below can say anything of it (each checks one of these first)
         if paths := _verifier_paths(call):
             self.found.append(_finding("integrity_verifier_access", Severity.ERROR, call,
                                        f"{clip(call.tool, 20)} touches the verifier's or solution's files: "
