@@ -74,9 +74,9 @@ def test_another_knob_or_value_is_a_usage_error_naming_it(tmp_path, option, name
 def test_a_turn_without_sampling_says_engine_defaults():
     turn = {"prompt_token_ids": [1], "completion_token_ids": [2], "metadata": {"sampling_params": {},
             "requested_sampling_params": {}}}  # fmt: skip
-    assert "none sent: engine defaults" in turn_detail_text(summarise_turn(0, turn), None, []).plain
+    assert "none sent, so the serving engine's own defaults applied" in turn_detail_text(summarise_turn(0, turn), None, []).plain
     asked = {"metadata": {"requested_sampling_params": {"temperature": 0.7}, "sampling_params": {}}}
-    assert "temperature 0.7 → engine default" in _words(turn_detail_text(summarise_turn(0, asked), None, []).plain)
+    assert "temperature 0.7 → not sent: the engine's default applied" in _words(turn_detail_text(summarise_turn(0, asked), None, []).plain)
 
 
 @pytest.mark.usefixtures("opencode_bin")

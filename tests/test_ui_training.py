@@ -13,7 +13,7 @@ from textual.color import Color
 from textual.widgets import Sparkline
 
 from smoldata_tui.ui.training_data import (
-    NO_TRAINING,
+    NO_TRAINING_BESIDE,
     ToolCall,
     ToolUseRow,
     TurnSummary,
@@ -117,7 +117,7 @@ async def test_without_a_training_trace_the_tab_says_so_and_m_says_why(tmp_path)
     async with app.run_test(size=WIDE, notifications=True) as pilot:
         panel = await open_training_tab(pilot)
         text = shown(app)
-        assert NO_TRAINING in text and "run.training.json is not beside the trace" in text
+        assert NO_TRAINING_BESIDE in text and "run.training.json is not beside the trace" in text
         assert not any(spark.display for spark in panel.query(Sparkline))
         app.screen.timeline.focus()
         await pilot.press("m")

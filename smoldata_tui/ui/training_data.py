@@ -11,10 +11,15 @@ import: the viewer calls :func:`load_training` on a worker thread.
 How a turn links to the timeline: as the ledger matched it (:func:`ledger_links`,
 :mod:`smoldata_tui.training.ledger`) when the stream could be read; otherwise by
 :func:`link_turns`: a turn's response names the tool calls it made (``choices[0].message.tool_calls[].id``); OpenCode keeps those ids as the ``callID`` of
-its ``tool_use`` events, so the turn's step is the step of those rows. A turn without tool calls
+its ``tool_use`` events, so the turn's step is the step of those rows. An id names the first rows
+of that id that no earlier turn took (some models number their calls ``call_0`` in every turn, so
+one id names a row of each step). A turn without tool calls
 (the final answer, or a call whose ids match no row) takes the step after the previous turn's,
 the first turn step 1: step k of the trace is model call k when every call is a step. A turn
 placed by order is given the step's tool rows that no turn names by id.
+
+When the file is not there, :func:`missing_training` says why from ``run.meta.json``'s capture
+record: capture off, failed, not started, the endpoint without token ids, nothing saved.
 
 No Textual here.
 """
@@ -28,16 +33,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smoldata_tui.store.metadata import effective_status, metadata_path_for
+from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.trace.finding import Severity
+from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.training.ledger import Ledger, build_ledger
 from smoldata_tui.training.rollout_graph import GraphNode, gutter, root_count
 from smoldata_tui.training.trace_file import CaptureProblem, read_training_document, training_path_for
 from smoldata_tui.training.validation import as_dict, as_list, document_problems, first_choice
 
-__all__ = ["CaptureProblem", "NO_TRAINING", "ToolCall", "ToolUseRow", "TrainingView", "TurnLink", "TurnSummary",
-           "link_turns", "load_training", "tool_use_call_id", "training_path_for", "turn_of_event"]
+__all__ = ["CaptureProblem", "NO_TRAINING", "NO_TRAINING_BESIDE", "ToolCall", "ToolUseRow", "TrainingView", "TurnLink", "TurnSummary",
+           "link_turns", "load_training", "missing_training", "tool_use_call_id", "training_path_for", "turn_of_event"]
 
 NO_TRAINING = "no training trace: recorded without capture"
+NO_TRAINING_BESIDE = "no training trace beside this trace"
+NO_TOKEN_IDS = "captured, but the endpoint returned no token ids: nothing training can use"
 _UNSET = object()
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "max_completion_tokens", "seed",
                  "presence_penalty", "frequency_penalty", "repetition_penalty", "logprobs", "top_logprobs",
@@ -203,9 +213,12 @@ def link_turns(turns: list[TurnSummary], rows: list[ToolUseRow], steps: set[int]
             by_step.setdefault(row.step, []).append(row.event)
     links: list[TurnLink] = []
     previous = 0
+    taken: set[int] = set()  # rows an earlier turn produced
     for turn in turns:
-        matched = sorted({row.event: row for call in turn.tool_calls for row in by_id.get(call.call_id or "", [])}.items())
+        matched = sorted({row.event: row for call in turn.tool_calls
+                          for row in _rows_of_call(by_id.get(call.call_id or "", []), taken, previous)}.items())  # fmt: skip
         if matched:
+            taken.update(event for event, _ in matched)
             step = matched[0][1].step
             links.append(TurnLink(step, tuple(event for event, _ in matched), "callID"))
         else:
@@ -216,6 +229,14 @@ def link_turns(turns: list[TurnSummary], rows: list[ToolUseRow], steps: set[int]
                 links.append(TurnLink(None, (), "none"))
         previous = step
     return links
+
+
+def _rows_of_call(rows: list[ToolUseRow], taken: set[int], previous: int) -> list[ToolUseRow]:
+    """The rows of one call id that this turn made: of the rows no earlier turn took (preferring
+    those not before the previous turn's step), the first one's step's rows."""
+    free = [row for row in rows if row.event not in taken]
+    ahead = [row for row in free if row.step >= previous] or free
+    return [row for row in ahead if row.step == ahead[0].step] if ahead else []
 
 
 def ledger_links(ledger: Ledger, rows: list[ToolUseRow], steps: set[int]) -> list[TurnLink]:
@@ -306,3 +327,39 @@ def graph_note(view: TrainingView, turn: int) -> str:
         lines.append(f"{node.skipped_before} capture call(s) before it are not in the file "
                      "(auxiliary calls without tools, or discarded retries)")  # fmt: skip
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ no file
+
+
+def missing_training(trace_path: str | os.PathLike[str]) -> tuple[str, str]:
+    """(what happened, a detail) when no ``run.training.json`` is beside ``trace_path``, as
+    ``run.meta.json``'s capture record tells it: "recorded without capture" only when capture was off."""
+    metadata = load_metadata(metadata_path_for(trace_path))
+    if metadata is None:
+        return NO_TRAINING_BESIDE, "no run.meta.json beside it says whether the episode was captured"
+    record = metadata.capture if isinstance(metadata.capture, dict) else {}
+
+    def said(value: object, limit: int = 300) -> str | None:
+        return clip(neutralize(value, keep_newlines=False), limit) if isinstance(value, str) and value else None
+
+    if not record:  # opencode_env's own proxy, or an episode saved before the capture existed
+        return NO_TRAINING_BESIDE, "run.meta.json has no capture record"
+    if record.get("enabled") is False:
+        return NO_TRAINING, "capture was off (--no-capture): OpenCode talked straight to the endpoint"
+    if said(record.get("failed")):
+        return f"capture failed: {said(record.get('failed'))}", "the episode ended in the capture proxy stage"
+    if effective_status(metadata) == "running":
+        return "no training trace yet: the episode is running", "the capture writes run.training.json when it ends"
+    if record.get("started") is False:
+        return "no training trace: the episode ended before the capture proxy started", ""
+    level, why = said(record.get("level"), 40), said(record.get("not_trainable_because"))
+    if level and level != "tokens":
+        probe = record.get("probe_findings")
+        noticed = [said(item, 200) for item in (probe if isinstance(probe, list) else [])[:1] if said(item)]
+        return f"{NO_TOKEN_IDS} (openenv: {'; '.join([f'capture level {level}', *noticed])})", why or ""
+    if said(record.get("training_trace")):
+        return f"the capture saved {said(record.get('training_trace'), 80)}, but it is no longer beside the trace", ""
+    if why:
+        return f"captured, but no training trace was saved: {why}", ""
+    return NO_TRAINING_BESIDE, "capture was on; run.meta.json does not say why nothing was saved"

@@ -26,7 +26,6 @@ from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.training.budget import training_budget_line
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 from smoldata_tui.ui.training_data import (
-    NO_TRAINING,
     CaptureProblem,
     ToolUseRow,
     TrainingView,
@@ -38,6 +37,7 @@ from smoldata_tui.ui.training_data import (
     ledger_mark,
     link_turns,
     load_training,
+    missing_training,
     tool_use_call_id,
     training_path_for,
     turn_of_event,
@@ -132,10 +132,10 @@ def turn_detail_text(turn: TurnSummary, link: TurnLink | None, problems: list[Ca
     text.append("\nSampling       requested → applied\n", "bold")
     keys = list(dict.fromkeys([*turn.requested, *turn.applied]))
     if not keys:  # nothing sent: the engine sampled with its own defaults, which training does not pin
-        text.append("none sent: engine defaults\n", "dim")
+        text.append("none sent, so the serving engine's own defaults applied\n", "dim")
     for key in keys:
         asked = _value(turn.requested[key]) if key in turn.requested else "-"
-        used = _value(turn.applied[key]) if key in turn.applied else "engine default"
+        used = _value(turn.applied[key]) if key in turn.applied else "not sent: the engine's default applied"
         changed = key in turn.requested and key in turn.applied and turn.requested[key] != turn.applied[key]
         text.append(f"{clip(key, 22):<22} {asked} → {used}\n", "$warning" if changed else "")
     text.append("\nTool calls\n", "bold")
@@ -238,17 +238,19 @@ class TrainingPanel(Vertical):
 
     def _load(self) -> None:
         view = load_training(self.path, trace_path=self._trace_path)
-        self.app.call_from_thread(self._loaded, view)
+        missing = missing_training(self._trace_path) if view is None else None
+        self.app.call_from_thread(self._loaded, view, missing)
 
-    def _loaded(self, view: TrainingView | None) -> None:
+    def _loaded(self, view: TrainingView | None, missing: tuple[str, str] | None = None) -> None:
         self.view, self.loaded = view, True
         self._links_for = -1
         summary = self.query_one("#training-summary", Static)
         table = self.query_one(TurnTable)
         table.clear()
         if view is None:
-            summary.update(Text.assemble((NO_TRAINING + "\n", "bold"),
-                                         (f"({self.path.name} is not beside the trace)", "dim")))  # fmt: skip
+            said, detail = missing or ("", "")
+            summary.update(Text.assemble((said + "\n", "bold"), (f"({self.path.name} is not beside the trace"
+                                         + (f"; {detail})" if detail else ")"), "dim")))  # fmt: skip
             self._show_charts(False)
             self.query_one("#training-turn", Static).update("")
             return
