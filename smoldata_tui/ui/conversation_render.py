@@ -45,6 +45,14 @@ class Look:
         return "monokai" if self.dark else "friendly"
 
 
+class _Code(Syntax):
+    """Highlighted code whose line numbers read at 4.5:1: Rich blends them 30% of the way from the
+    background to the text colour (2.1:1 to 2.6:1); 60% keeps them muted and readable."""
+
+    def _get_line_numbers_color(self, blend: float = 0.3):
+        return super()._get_line_numbers_color(max(blend, 0.6))
+
+
 def _string(value: object) -> str:
     return value if isinstance(value, str) else ""
 
@@ -193,7 +201,7 @@ def tool_parts(part: dict, look: Look) -> list[RenderableType]:
         path = _string(tool_input.get("filePath"))
         parts.append(heading("write", path, status))
         shown, hidden = fold(safe_text(_string(tool_input.get("content"))), look, FOLDED_LINES * 2)
-        syntax = Syntax(shown, _lexer(path, shown), theme=look.code_theme, line_numbers=True, word_wrap=True,
+        syntax = _Code(shown, _lexer(path, shown), theme=look.code_theme, line_numbers=True, word_wrap=True,
                         background_color=look.background)  # fmt: skip
         parts.append(syntax)
         if hidden:

@@ -28,10 +28,19 @@ from textual.widgets import Static
 _TEXT_VARIANTS = frozenset({"$error", "$success", "$warning", "$accent", "$primary", "$secondary"})
 
 
+def _undimmed(words: list[str]) -> list[str]:
+    """Rich's ``dim`` fades the text a third of the way into whatever is behind it (2:1 on most light
+    themes): it means the theme's muted text colour, which is made to read (:func:`readable_variables`)."""
+    if "dim" not in words or any(word.startswith("$") or word == "on" for word in words):
+        return words
+    return ["$text-muted" if word == "dim" else word for word in words]
+
+
 def _badge(style: str) -> str:
-    """``$success-badge`` → the theme's background on its success colour; ``$error`` → ``$text-error``."""
+    """``$success-badge`` → the theme's background on its success colour; ``$error`` → ``$text-error``;
+    ``dim`` → ``$text-muted``."""
     words: list[str] = []
-    for word in style.split():
+    for word in _undimmed(style.split()):
         if word.startswith("$") and word.endswith("-badge"):
             words += ["auto 90%", "on", word[:-6]]  # the text colour Textual picks to read on it
         elif word in _TEXT_VARIANTS and (not words or words[-1] != "on"):
@@ -54,13 +63,18 @@ def themed_content(text: Text) -> Content:
     return content
 
 
+def _auto(value: str, background: Color) -> Color:
+    """An ``auto N%`` colour as Textual draws it on ``background``: black or white, N% over it."""
+    words = value.split()
+    alpha = float(words[1].rstrip("%")) / 100 if len(words) > 1 else 1.0
+    return background.blend(background.get_contrast_text(1.0), alpha)
+
+
 def _colour(variables: dict[str, str], name: str):
     value = variables.get(name, "")
     try:
-        if value.startswith("auto"):  # "auto 60%" ($text-muted): the foreground, faded into the background
-            percent = value.split()[1].rstrip("%") if len(value.split()) > 1 else "100"
-            background, foreground = Color.parse(variables["background"]), Color.parse(variables["foreground"])
-            return background.blend(foreground, float(percent) / 100).rich_color
+        if value.startswith("auto"):  # "auto 60%" ($text-muted), worked out on the theme's background
+            return _auto(value, Color.parse(variables["background"])).rich_color
         return Color.parse(value).rich_color
     except Exception:  # noqa: BLE001 - a theme without it: the terminal's default colour
         return None
@@ -103,12 +117,105 @@ def readable(style: Style, minimum: float = 4.5) -> Style:
     return style + Style(color=better)
 
 
+# WCAG's 4.5:1 for text, with room for Textual's 5% tints (a focused table's header, a focused
+# button) and the rounding of blended colours to whole RGB values.
+READABLE = 4.8
+
+# Where the app's text sits: the screen, widgets' surface and panels (headers, tabs).
+_SURFACES = ("background", "surface", "panel")
+# The theme's text colours, each with the backgrounds it is drawn on.
+_TEXT_ON = {
+    **{name: _SURFACES for name in ("foreground", "button-foreground", "text-primary", "text-secondary",
+                                    "text-accent", "text-warning", "text-error", "text-success")},  # fmt: skip
+    "button-color-foreground": ("primary", "error"),  # our buttons' variants: Run, and the live screen's stop
+    **{name: ("footer-background",) for name in ("footer-foreground", "footer-description-foreground",
+                                                 "footer-key-foreground")},  # fmt: skip
+    "block-cursor-foreground": ("block-cursor-background",),
+    "block-cursor-blurred-foreground": ("block-cursor-blurred-background",),
+}
+
+
+_SURFACES_TEXT = frozenset(name for name, on in _TEXT_ON.items() if on == _SURFACES)
+
+
+def _solid(value: str, under: Color) -> Color | None:
+    """A theme colour as drawn over ``under`` (a translucent one blended), or None if the terminal picks it."""
+    try:
+        colour = Color.parse(value)
+    except Exception:  # noqa: BLE001 - "auto", "transparent", a name Textual resolves elsewhere
+        return None
+    return None if colour.ansi is not None else under + colour
+
+
+def _nudged(colour: Color, backgrounds: list[Color]) -> Color:
+    """``colour``, or the least blend of it towards black or white that reads on every background."""
+    def worst(candidate: Color) -> float:
+        return min(contrast(candidate.rich_color, background.rich_color) for background in backgrounds)
+
+    if worst(colour) >= READABLE:
+        return colour
+    dark = sum(background.brightness for background in backgrounds) / len(backgrounds) < 0.5
+    target = Color(255, 255, 255) if dark else Color(0, 0, 0)
+    steps = [colour.blend(target, step / 20) for step in range(1, 21)]
+    readable_steps = [candidate for candidate in steps if worst(candidate) >= READABLE]
+    if readable_steps:
+        return readable_steps[0]
+    return max((Color(0, 0, 0), Color(255, 255, 255)), key=worst)  # a mid-tone background
+
+
+def _muted(value: str, backgrounds: list[Color], screen: Color) -> str:
+    """``$text-muted`` ("auto 60%") with its share raised until it reads on every background, worked out
+    on that background (Textual's CSS) and on the screen's (:func:`themed`)."""
+    if not value.startswith("auto"):
+        return value
+    words = value.split()
+    percent = int(float(words[1].rstrip("%"))) if len(words) > 1 else 100
+    for share in range(percent, 101, 2):
+        candidate = f"auto {share}%"
+        if all(contrast(_auto(candidate, on).rich_color, background.rich_color) >= READABLE
+               for background in backgrounds for on in (background, screen)):  # fmt: skip
+            return candidate
+    return "auto 100%"
+
+
+def readable_variables(variables: dict[str, str]) -> dict[str, str]:
+    """The theme's variables with every text colour (and ``$text-muted``) made to read at 4.5:1 on
+    the backgrounds it is drawn on: a theme's own choice is kept wherever it already does, and
+    otherwise moved the least towards black or white that does (solarized's foreground reads 4.1:1
+    on its surface, most themes' accent-coloured footer keys 2:1 on the footer). ANSI themes are
+    left alone: the terminal picks their colours."""
+    screen = _solid(variables.get("background", ""), Color(0, 0, 0))
+    if screen is None:
+        return variables
+    result = dict(variables)
+    for name, on in _TEXT_ON.items():
+        backgrounds = [_solid(variables.get(background, ""), screen) for background in on]
+        value = variables.get(name, "")
+        if value.startswith("auto") and name not in _SURFACES_TEXT and backgrounds[0] is not None:
+            value = _auto(value, backgrounds[0]).hex  # "auto 87%" on a cursor or a button: one colour there
+        colour = _solid(value, screen)
+        if colour is not None and None not in backgrounds:
+            result[name] = _nudged(colour, backgrounds).hex
+    surfaces = [surface for surface in (_solid(variables.get(name, ""), screen) for name in _SURFACES) if surface]
+    result["text-muted"] = _muted(variables.get("text-muted", ""), surfaces, screen)
+    return result
+
+
+class ReadableTheme:
+    """Mixed into every app: the CSS and :func:`themed` get :func:`readable_variables`."""
+
+    def get_css_variables(self) -> dict[str, str]:
+        variables = readable_variables(super().get_css_variables())  # type: ignore[misc]
+        self.theme_variables = variables
+        return variables
+
+
 def resolve_style(style: object, variables: dict[str, str]) -> object:
     """One span style with ``$name`` words resolved against ``variables`` (``$error`` prefers ``text-error``)."""
-    if not isinstance(style, str) or "$" not in style:
+    if not isinstance(style, str) or ("$" not in style and "dim" not in style):
         return style
     result = Style()
-    for word in style.split():
+    for word in _undimmed(style.split()):
         if word.startswith("$") and word.endswith("-badge"):
             badge = _colour(variables, word[1:-6])
             result += Style(color=_readable_on(badge, variables), bgcolor=badge)

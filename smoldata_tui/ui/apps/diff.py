@@ -6,9 +6,10 @@ from textual.app import App
 
 from smoldata_tui.ui.apps.navigation import Navigation
 from smoldata_tui.ui.gc_tuning import QuietCollector
+from smoldata_tui.ui.theme_text import ReadableTheme
 
 
-class DiffApp(Navigation, App[None]):
+class DiffApp(ReadableTheme, Navigation, App[None]):
     TITLE = "smoldata-tui diff"
 
     def __init__(self, a_path: str, b_path: str) -> None:

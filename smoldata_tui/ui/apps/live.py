@@ -26,13 +26,14 @@ from smoldata_tui.ui.apps.navigation import Navigation
 from smoldata_tui.ui.screens.palette import ScreenCommands
 from smoldata_tui.ui.exit_status import signal_exit_status, tui_exit_status
 from smoldata_tui.ui.gc_tuning import QuietCollector
+from smoldata_tui.ui.theme_text import ReadableTheme
 
 STOP_SIGNALS = {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP (terminal closed)", signal.SIGINT: "SIGINT"}
 EPISODE_STOP_S = 180.0  # enough for the agent's TERM grace, `opencode export` and the sandbox's removal
 EXIT_GRACE_S = 10.0  # after the episode is saved, how long Textual gets to restore the terminal
 
 
-class LiveApp(Navigation, App[None]):
+class LiveApp(ReadableTheme, Navigation, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "smoldata-tui"
     COMMANDS = App.COMMANDS | {ScreenCommands}

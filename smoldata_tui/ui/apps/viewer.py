@@ -13,9 +13,10 @@ from smoldata_tui.ui.apps.navigation import Navigation
 from smoldata_tui.ui.screens.palette import ScreenCommands
 from smoldata_tui.ui.exit_status import tui_exit_status
 from smoldata_tui.ui.gc_tuning import QuietCollector
+from smoldata_tui.ui.theme_text import ReadableTheme
 
 
-class ReplayApp(Navigation, App[None]):
+class ReplayApp(ReadableTheme, Navigation, App[None]):
     """Opens the episode screen on a trace file, or the fleet table on a folder of episodes."""
 
     CSS_PATH = "app.tcss"

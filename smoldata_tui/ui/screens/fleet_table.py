@@ -92,8 +92,9 @@ class FleetHeader(Widget):
             if column.key == self.table.sort_key:
                 title += " \u25bc" if self.table.descending else " \u25b2"
             cells[column.key] = Text(title, "bold")
-        more = Text(" " * MARK_WIDTH) if len(columns) == len(COLUMNS) else Text("\u2190\u2192", "dim")
-        return line_of(cells, columns, more)
+        # the arrows' own span, not the line's style: the titles appended after it must not be muted too
+        more = Text(" " * MARK_WIDTH) if len(columns) == len(COLUMNS) else Text.assemble(("\u2190\u2192", "dim"))
+        return themed(line_of(cells, columns, more), self.app.theme_variables)
 
 
 class FleetTable(ScrollView, can_focus=True):

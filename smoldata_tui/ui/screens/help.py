@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,11 +13,12 @@ from textual.widgets import Static
 
 from smoldata_tui.ui.keys import KeyHelp
 from smoldata_tui.ui.screens.catalogue import catalogue_for
+from smoldata_tui.ui.theme_text import ThemedStatic, resolve_style
 
 
-def help_table(entries: list[KeyHelp]) -> Table:
+def help_table(entries: list[KeyHelp], muted: Style | str = "dim") -> Table:
     table = Table(box=None, show_header=True, header_style="bold", expand=True, padding=(0, 1))
-    table.add_column("where", style="dim", no_wrap=True)
+    table.add_column("where", style=muted, no_wrap=True)
     table.add_column("keys", style="bold", no_wrap=True)
     table.add_column("what it does")
     context = None
@@ -27,6 +29,17 @@ def help_table(entries: list[KeyHelp]) -> Table:
         context = entry.context
         table.add_row(Text(shown), Text(entry.keys), Text(entry.description))
     return table
+
+
+class HelpTable(Static):
+    """The table in the current theme's muted colour (Rich's dim reads at 2:1 on light themes)."""
+
+    def __init__(self, entries: list[KeyHelp], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.entries = entries
+
+    def render(self) -> Table:
+        return help_table(self.entries, resolve_style("dim", self.app.theme_variables))
 
 
 class HelpScreen(ModalScreen[None]):
@@ -50,8 +63,8 @@ class HelpScreen(ModalScreen[None]):
             title.append(
                 "   (Esc closes · Ctrl+P: every action, searchable · the mouse selects rows and scrolls)", "dim"
             )
-            yield Static(title, id="help-title")
-            yield Static(help_table(self.entries), id="help-table")
+            yield ThemedStatic(title, id="help-title")
+            yield HelpTable(self.entries, id="help-table")
 
     def action_close(self) -> None:
         self.dismiss(None)

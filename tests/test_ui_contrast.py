@@ -1,0 +1,199 @@
+"""Every theme is readable: on the real screens, rendered by Textual, every letter and digit reads at
+WCAG's 4.5:1 or better against the colour behind it, in every theme the palette offers (the ANSI
+ones leave their colours to the terminal, so they cannot be measured), at 160×45 and 80×24.
+
+The colours are the ones Textual sends to the terminal: the compositor's strips after the app's
+line filters (which turn ``dim`` into the text colour blended 66% towards its background, and
+``text-opacity`` and translucent backgrounds are already blended by then); ``reverse`` swaps them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from rich.color import Color as RichColor
+from rich.segment import Segment
+from textual.app import App
+from textual.color import Color
+from textual.filter import dim_color
+
+from smoldata_tui.store.metadata import EpisodeMetadata, Grade, metadata_path_for
+from smoldata_tui.store.metadata_writer import save_metadata
+from smoldata_tui.ui.theme_text import contrast
+
+from .conftest import SAMPLES
+from .test_ui_helpers import loaded, replay_app, wait_for
+
+TEXT_MINIMUM = 4.5
+SIZES = ((160, 45), (80, 24))
+
+
+def measured_themes(app: App) -> list[str]:
+    return sorted(name for name in app.available_themes if not name.startswith("ansi"))
+
+
+@dataclass(frozen=True)
+class Cell:
+    ratio: float
+    text: str
+    colour: str
+    background: str
+    row: int
+
+
+def _hex(colour: RichColor) -> str:
+    red, green, blue = colour.get_truecolor()
+    return f"#{red:02x}{green:02x}{blue:02x}"
+
+
+def _colours(segment: Segment, app: App) -> tuple[RichColor, RichColor]:
+    """The text and background colours a terminal shows for this segment."""
+    style = segment.style
+    variables = app.theme_variables
+    default_background = Color.parse(variables["background"]).rich_color
+    default_foreground = Color.parse(variables["foreground"]).rich_color
+    color = style.color if style and style.color and not style.color.is_default else default_foreground
+    bgcolor = style.bgcolor if style and style.bgcolor and not style.bgcolor.is_default else default_background
+    if style and style.dim:  # left by the filters only when there was no colour to blend
+        color = dim_color(bgcolor, color)
+    if style and style.reverse:
+        color, bgcolor = bgcolor, color
+    return color, bgcolor
+
+
+def _words(text: str) -> str:
+    return "".join(character for character in text if character.isalnum())
+
+
+def _shown_regions(app: App) -> list:
+    """Where the current screen's own widgets are: behind a dialog the screen below is faded on
+    purpose (not meant to be read while the dialog is open), so only the dialog is measured."""
+    return [widget.region for widget in app.screen.children if widget.display]
+
+
+def rendered_cells(app: App) -> list[Cell]:
+    """Every run of letters and digits on the screen, with its contrast, as the terminal gets it."""
+    cells = []
+    regions = _shown_regions(app)
+    for row, strip in enumerate(app.screen._compositor.render_strips()):
+        x = 0
+        for segment in strip:
+            start, x = x, x + segment.cell_length
+            if segment.control or not _words(segment.text):
+                continue
+            if not any(region.contains(start, row) for region in regions):
+                continue
+            color, bgcolor = _colours(segment, app)
+            cells.append(Cell(contrast(color, bgcolor), segment.text.strip(), _hex(color), _hex(bgcolor), row))
+    return cells
+
+
+def offenders(app: App, where: str, minimum: float = TEXT_MINIMUM) -> list[tuple[float, str]]:
+    """Cells under ``minimum`` in the current theme, described for an assertion message."""
+    return [
+        (cell.ratio, f"{cell.ratio:.2f}:1 {app.theme} {where} row {cell.row} {cell.text[:40]!r} {cell.colour} on {cell.background}")
+        for cell in rendered_cells(app)
+        if cell.ratio < minimum
+    ]
+
+
+async def every_theme(pilot, where: str) -> list[tuple[float, str]]:
+    """The offenders of the current screen in each measured theme."""
+    app = pilot.app
+    found = []
+    for theme in measured_themes(app):
+        app.theme = theme
+        await pilot.pause(0.05)
+        found += offenders(app, where)
+    return found
+
+
+def report(found: list[tuple[float, str]]) -> str:
+    worst = sorted(set(found))
+    return f"{len(worst)} cells below {TEXT_MINIMUM}:1, the worst:\n" + "\n".join(text for _ratio, text in worst[:25])
+
+
+def test_the_contrast_helper_is_wcag():
+    black, white = RichColor.from_rgb(0, 0, 0), RichColor.from_rgb(255, 255, 255)
+    assert round(contrast(black, white), 2) == 21.0
+    assert round(contrast(white, white), 2) == 1.0
+    assert round(contrast(RichColor.from_rgb(0x77, 0x77, 0x77), white), 2) == 4.48  # WCAG's classic near miss
+
+
+def graded_episode(folder: Path) -> Path:
+    trace = folder / "failing_run.jsonl"
+    shutil.copy(SAMPLES / "real" / "failing_run.jsonl", trace)
+    shutil.copy(SAMPLES / "real" / "failing_run.meta.json", metadata_path_for(trace))
+    return trace
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+async def test_the_episode_screen_reads_in_every_theme(tmp_path, size):
+    app = replay_app(graded_episode(tmp_path))
+    found = []
+    async with app.run_test(size=size) as pilot:
+        screen = await loaded(pilot)
+        screen.timeline.go_to_event(3)
+        for key, where in (("2", "findings tab"), ("4", "episode tab"), ("3", "stats tab"), ("c", "conversation")):
+            await pilot.press(key)
+            await pilot.pause(0.1)
+            found += await every_theme(pilot, f"episode {size} {where}")
+        await pilot.press("question_mark")
+        await pilot.pause(0.1)
+        found += await every_theme(pilot, f"help {size}")
+    assert not found, report(found)
+
+
+def sample_fleet(folder: Path) -> Path:
+    """The shipped samples, the real recordings with their metadata among them."""
+    episodes = folder / "episodes"
+    shutil.copytree(SAMPLES, episodes, ignore=shutil.ignore_patterns("*.py", "*.md"))
+    return episodes
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+async def test_the_fleet_table_reads_in_every_theme(tmp_path, monkeypatch, size):
+    from smoldata_tui.ui.screens.fleet import FleetScreen
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    app = replay_app(sample_fleet(tmp_path))
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, FleetScreen), what="the fleet table")
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.last_refresh is not None and len(screen.table.rows) >= 30,
+                       timeout=120, what="every trace read")  # fmt: skip
+        await pilot.press("down", "down")
+        found = await every_theme(pilot, f"fleet {size}")
+    assert not found, report(found)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+async def test_home_and_the_launch_form_read_in_every_theme(tmp_path, size):
+    from smoldata_tui.ui.apps.live import LiveApp
+    from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
+
+    app = LiveApp(runs=tmp_path / "runs")
+    app.animation_level = "none"
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 10, what="home")
+        await pilot.pause(0.1)
+        found = await every_theme(pilot, f"home {size}")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), 5, what="the launch form")
+        await pilot.pause(0.1)
+        found += await every_theme(pilot, f"launch form {size}")
+    assert not found, report(found)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+async def test_the_diff_screen_reads_in_every_theme(tmp_path, size):
+    from .test_diff_screen import diff_app, opened, two_episodes
+
+    app = diff_app(*two_episodes(tmp_path))
+    async with app.run_test(size=size) as pilot:
+        await opened(pilot)
+        found = await every_theme(pilot, f"diff {size}")
+    assert not found, report(found)
