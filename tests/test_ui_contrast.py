@@ -22,7 +22,7 @@ from textual.filter import dim_color
 
 from smoldata_tui.store.metadata import EpisodeMetadata, Grade, metadata_path_for
 from smoldata_tui.store.metadata_writer import save_metadata
-from smoldata_tui.ui.theme_text import contrast
+from smoldata_tui.ui.theme_text import READABLE, contrast, readable_variables
 
 from .conftest import SAMPLES
 from .test_ui_helpers import loaded, replay_app, wait_for
@@ -123,6 +123,39 @@ def test_the_contrast_helper_is_wcag():
     assert round(contrast(RichColor.from_rgb(0x77, 0x77, 0x77), white), 2) == 4.48  # WCAG's classic near miss
 
 
+def _reads(colour: str, backgrounds: list[str]) -> float:
+    return min(contrast(Color.parse(colour).rich_color, Color.parse(background).rich_color) for background in backgrounds)
+
+
+def test_a_theme_keeps_the_colours_that_read_and_the_others_move_the_least_that_reads():
+    app = App()  # Textual's own variables, as a theme gives them
+    moved = set()
+    for theme in sorted(app.available_themes):
+        app.theme = theme
+        given = app.get_css_variables()
+        made = readable_variables(given)
+        if theme.startswith("ansi"):
+            assert made == given  # the terminal picks those colours
+            continue
+        surfaces = [given[name] for name in ("background", "surface", "panel")]
+        for name in ("foreground", "text-primary", "text-accent", "text-warning", "text-error", "text-success"):
+            if _reads(given[name], surfaces) >= READABLE:
+                assert made[name] == given[name], (theme, name)
+            else:
+                moved.add((theme, name))
+                assert _reads(made[name], surfaces) >= READABLE, (theme, name, made[name])
+                # one step less towards black or white does not read: it moved the least it could
+                towards = "#ffffff" if Color.parse(given["background"]).brightness < 0.5 else "#000000"
+                before = Color.parse(given[name]).blend(Color.parse(towards), 0.0)
+                steps = [before.blend(Color.parse(towards), step / 20).hex for step in range(21)]
+                assert made[name].upper() in steps and _reads(steps[steps.index(made[name].upper()) - 1], surfaces) < READABLE
+        footer = [given["footer-background"]]
+        assert _reads(made["footer-key-foreground"], footer) >= READABLE, theme
+        assert _reads(made["footer-description-foreground"], footer) >= READABLE, theme
+    assert ("solarized-dark", "foreground") in moved  # 4.1:1 on its own surface
+    assert not any(theme == "dracula" for theme, _name in moved)  # its text colours read as they are
+
+
 def graded_episode(folder: Path) -> Path:
     trace = folder / "failing_run.jsonl"
     shutil.copy(SAMPLES / "real" / "failing_run.jsonl", trace)
@@ -196,4 +229,37 @@ async def test_the_diff_screen_reads_in_every_theme(tmp_path, size):
     async with app.run_test(size=size) as pilot:
         await opened(pilot)
         found = await every_theme(pilot, f"diff {size}")
+    assert not found, report(found)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+async def test_the_attempt_groups_and_signatures_read_in_every_theme(tmp_path, monkeypatch, size):
+    from smoldata_tui.ui.screens.group import GroupScreen
+    from smoldata_tui.ui.screens.groups import GroupsScreen
+    from smoldata_tui.ui.screens.signatures import SignaturesScreen
+
+    from .test_groups import RIGHT, WRONG, _batch, _trace
+    from .test_ui_fleet import fleet_ready
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    _batch(tmp_path / "batch", [("split-task", 0, 1.0, _trace(RIGHT)), ("split-task", 1, 0.0, _trace(WRONG)),
+                                ("split-task", 2, 1.0, _trace(RIGHT, repeat_id=True))])  # fmt: skip
+    app = replay_app(tmp_path / "batch")
+    async with app.run_test(size=size) as pilot:
+        fleet = await fleet_ready(pilot, 3)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupsScreen), what="the groups")
+        await pilot.pause(0.1)
+        found = await every_theme(pilot, f"groups {size}")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.screen.calls is not None,
+                       what="one group")  # fmt: skip
+        await pilot.pause(0.1)
+        found += await every_theme(pilot, f"group {size}")
+        await pilot.press("escape", "escape")
+        await wait_for(pilot, lambda: app.screen is fleet, what="back to the fleet")
+        await pilot.press("i")
+        await wait_for(pilot, lambda: isinstance(app.screen, SignaturesScreen), what="the signatures")
+        await pilot.pause(0.1)
+        found += await every_theme(pilot, f"signatures {size}")
     assert not found, report(found)

@@ -188,15 +188,16 @@ def readable_variables(variables: dict[str, str]) -> dict[str, str]:
     if screen is None:
         return variables
     result = dict(variables)
+    surfaces = [surface for surface in (_solid(variables.get(name, ""), screen) for name in _SURFACES) if surface]
     for name, on in _TEXT_ON.items():
-        backgrounds = [_solid(variables.get(background, ""), screen) for background in on]
+        # a translucent background (the unfocused cursor's) as it looks over each surface
+        backgrounds = [_solid(variables.get(background, ""), under) for background in on for under in surfaces]
         value = variables.get(name, "")
         if value.startswith("auto") and name not in _SURFACES_TEXT and backgrounds[0] is not None:
             value = _auto(value, backgrounds[0]).hex  # "auto 87%" on a cursor or a button: one colour there
         colour = _solid(value, screen)
         if colour is not None and None not in backgrounds:
             result[name] = _nudged(colour, backgrounds).hex
-    surfaces = [surface for surface in (_solid(variables.get(name, ""), screen) for name in _SURFACES) if surface]
     result["text-muted"] = _muted(variables.get("text-muted", ""), surfaces, screen)
     return result
 

@@ -126,10 +126,10 @@ class GroupScreen(Screen[None]):
     def on_mount(self) -> None:
         attempts = self.query_one("#group-attempts", DataTable)
         attempts.add_columns(*ATTEMPT_COLUMNS)
-        variables = self.app.theme_variables
-        for index in range(len(self.group.attempts)):
-            attempts.add_row(*(themed(cell, variables) for cell in attempt_row(self.group, index)), key=str(index))
+        self._fill_attempts()
         attempts.focus()
+        # The cells hold colours resolved from the theme: another theme repaints them.
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._repaint())
         self._say("reading the attempts' calls…")
         self._read_calls()
 
@@ -159,15 +159,36 @@ class GroupScreen(Screen[None]):
         for index, attempt in enumerate(self.group.attempts):
             mark = "\u2713" if attempt.passed else "\u2717"
             table.add_column(f"{mark} #{index}", key=str(index))
+        self._fill_steps()
+        self._say(self._status_text())
+        split = (self.group.first_split or {}).get("step")
+        if split:
+            self.action_first_split(quiet=True)
+
+    def _fill_attempts(self) -> None:
+        attempts = self.query_one("#group-attempts", DataTable)
+        variables = self.app.theme_variables
+        for index in range(len(self.group.attempts)):
+            attempts.add_row(*(themed(cell, variables) for cell in attempt_row(self.group, index)), key=str(index))
+
+    def _fill_steps(self) -> None:
+        calls = self.calls or []
+        table = self.query_one("#group-steps", DataTable)
         last = max((call.step for attempt in calls for call in attempt), default=0)
         split = (self.group.first_split or {}).get("step")
         variables = self.app.theme_variables
         for step in range(1, last + 1):
             label = Text(f"{step} \u25c0 split" if step == split else str(step), "bold $accent" if step == split else "")
-            table.add_row(themed(label, variables), *step_cells(calls, step), key=str(step))
-        self._say(self._status_text())
-        if split:
-            self.action_first_split(quiet=True)
+            cells = (themed(cell, variables) for cell in step_cells(calls, step))
+            table.add_row(themed(label, variables), *cells, key=str(step))
+
+    def _repaint(self) -> None:
+        for table, fill in (("#group-attempts", self._fill_attempts), ("#group-steps", self._fill_steps)):
+            widget = self.query_one(table, DataTable)
+            row = widget.cursor_row
+            widget.clear()
+            fill()
+            widget.move_cursor(row=row)
 
     def _status_text(self) -> str:
         marked = ", ".join(f"#{index}" for index in self.marked) or "none"

@@ -13,10 +13,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.ui.theme_text import ThemedStatic
 
 
 def signature_counts(summaries: list[EpisodeSummary]) -> list[tuple[str, int, EpisodeSummary]]:
@@ -55,7 +56,7 @@ class SignaturesScreen(ModalScreen[tuple[str, str] | None]):
             title = Text(f"{len(self.rows)} signature(s)", "bold")
             title.append("  finding kinds · how it ended · last tool · grade   Enter: an exemplar · f: filter · Esc",
                          "dim")  # fmt: skip
-            yield Static(title, id="signatures-title")
+            yield ThemedStatic(title, id="signatures-title")
             yield DataTable(id="signatures-table", cursor_type="row")
 
     def on_mount(self) -> None:
