@@ -40,7 +40,7 @@ import tempfile
 import time
 
 from _common import ROOT, measure
-from fleet_data import children_cpu, generated_fleet, saved_fleet
+from fleet_data import cpu_seconds, generated_fleet, saved_fleet
 
 SEED = """
 import sys
@@ -85,16 +85,6 @@ with ProcessPoolExecutor(os.cpu_count(), mp_context=multiprocessing.get_context(
     for written in pool.map(chunk, chunks):
         sys.stdout.buffer.write(written)
 """
-
-
-def cpu_seconds(argv: list[str], env: dict[str, str] | None = None, before=None) -> float:
-    """user + sys of one run of ``argv`` and every child it waited for."""
-    if before is not None:
-        before()
-    started = os.times()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, check=False,
-                   env={**os.environ, **(env or {})})  # fmt: skip
-    return children_cpu(started, os.times())
 
 
 def verdicts_of_check(stdout: str) -> dict[str, int | None]:

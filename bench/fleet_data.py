@@ -67,3 +67,13 @@ def age_files(folder: Path, seconds: int = 3600) -> None:
 def children_cpu(before: os.times_result, after: os.times_result) -> float:
     """user + sys of the children waited for between two ``os.times()``."""
     return (after.children_user - before.children_user) + (after.children_system - before.children_system)
+
+
+def cpu_seconds(argv: list[str], env: dict[str, str] | None = None, before=None) -> float:
+    """user + sys of one run of ``argv`` and every child it waited for."""
+    if before is not None:
+        before()
+    started = os.times()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, check=False,
+                   env={**os.environ, **(env or {})})  # fmt: skip
+    return children_cpu(started, os.times())
