@@ -116,3 +116,25 @@ async def test_a_turn_without_sampling_says_the_engines_defaults_applied(tmp_pat
     async with app.run_test(size=WIDE) as pilot:
         await open_training_tab(pilot)
         assert "none sent, so the serving engine's own defaults applied" in shown(app)
+
+
+async def summary_of_captured_episode(tmp_path: Path, sampling: dict | None) -> str:
+    tmp_path.mkdir()
+    trace = episode(tmp_path, CaptureRecord(level="tokens", trainable=True, training_trace="run.training.json",
+                                            sampling=sampling).to_json())  # fmt: skip
+    write_training(trace, training_trace_for(trace))
+    app = replay_app(trace)
+    async with app.run_test(size=WIDE) as pilot:
+        panel = await open_training_tab(pilot)
+        assert panel.view is not None and len(panel.view.turns) == 4
+        return str(panel.query_one("#training-summary").render())
+
+
+async def test_the_summary_says_whether_sampling_was_sent(tmp_path):
+    from smoldata_tui.training.sampling import parse_sampling
+
+    assert "sampling none sent, so the serving engine's own defaults applied" in await summary_of_captured_episode(
+        tmp_path / "defaults", None)
+    policy = parse_sampling(["temperature=0.3"])  # as --sampling sets it on the capture session
+    assert "sampling training's policy: temperature 0.3, top_p 1" in await summary_of_captured_episode(
+        tmp_path / "policy", policy)

@@ -91,6 +91,9 @@ class TrainingView:
     problems: list[CaptureProblem] = field(default_factory=list)
     validated: bool = False  # False when openenv could not be imported to check the file
     ledger: Ledger | None = None  # the turns reconciled with the stream (training/ledger.py)
+    # run.meta.json's capture.sampling: training's policy on the session, None when none was sent;
+    # _UNSET when no capture record says (no run.meta.json, opencode_env's own proxy)
+    policy: Any = _UNSET
 
     def problems_of(self, turn: int) -> list[CaptureProblem]:
         return [problem for problem in self.problems if problem.turn == turn]
@@ -126,6 +129,10 @@ def load_training(path: str | os.PathLike[str], *, validate: bool = True,
             view.ledger = build_ledger(trace_path)
         except OSError:
             view.ledger = None
+        metadata = load_metadata(metadata_path_for(trace_path))
+        record = metadata.capture if metadata is not None and isinstance(metadata.capture, dict) else {}
+        if record and record.get("enabled") is not False:
+            view.policy = record.get("sampling") if isinstance(record.get("sampling"), dict) else None
     return view
 
 

@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Sparkline, Static
 
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.training.budget import training_budget_line
+from smoldata_tui.training.sampling import sampling_text
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 from smoldata_tui.ui.training_data import (
     CaptureProblem,
@@ -65,6 +66,12 @@ def summary_text(view: TrainingView) -> Text:
     text.append(f"  prompt {prompt:,} · completion {completion:,} · trained {trained:,} tokens\n")
     text.append(training_budget_line(view.path, [turn.prompt_tokens for turn in turns],
                                      [turn.completion_tokens for turn in turns]) + "\n", "dim")  # fmt: skip
+    if view.policy is None:  # the capture sent no sampling knob: the engine chose, training pins them
+        text.append("sampling ", "bold")
+        text.append("none sent, so the serving engine's own defaults applied\n")
+    elif isinstance(view.policy, dict):
+        text.append("sampling ", "bold")
+        text.append(f"training's policy: {neutralize(sampling_text(view.policy), keep_newlines=False)}\n")
     verdicts = {repr(turn.native_tool_calls) for turn in turns if turn.has_verdict}
     if verdicts:
         text.append("native_tool_calls ", "bold")
