@@ -139,3 +139,19 @@ async def test_q_on_a_run_from_home_asks_then_stops_it_and_comes_back_home(tmp_p
         await wait_for(pilot, lambda: "1 saved episode in" in shown(app), 5)  # the list is read again
         await pilot.press("q")  # q on home quits
         await wait_for(pilot, lambda: not app.is_running, 10)
+
+
+async def test_the_cancel_question_is_a_centred_dialog_that_fits_80x24(tmp_path):
+    app = LiveApp(runs=tmp_path / "runs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 10)
+        app.push_screen(ConfirmCancel())
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCancel), 5)
+        await pilot.pause(0.2)
+        box = app.screen.query_one("#confirm").region
+        assert 0 < box.x and box.right < 80 and 0 < box.y and box.bottom < 24, box  # over home, not instead of it
+        for button in ("#yes", "#no"):
+            region = app.screen.query_one(button).region
+            assert region.height > 0 and box.contains_region(region), (button, region)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 5)

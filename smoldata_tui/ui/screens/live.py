@@ -17,16 +17,16 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Log, Static
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Log, Static
 
 from smoldata_tui.session.episode import Episode, EpisodeResult, EpisodeSpec, stages_for
 from smoldata_tui.replay.divergence import describe_divergence
 from smoldata_tui.masking import SecretScrubber
 from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.ui.screens.confirm import ConfirmCancel, ask_then  # batch and fork_launch take them from here
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 
 TICK_S = 1.0  # elapsed times move at least this often
@@ -71,36 +71,6 @@ class _Observer:
             follower.wake()
 
 
-class ConfirmCancel(ModalScreen[bool]):
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
-
-    def __init__(self, question: str = "Cancel the episode? The agent is stopped, what it wrote is kept, the sandbox "
-                 "released.", *, yes: str = "Cancel the episode (y)", no: str = "Keep running (n)") -> None:  # fmt: skip
-        super().__init__()
-        self.question, self.yes_label, self.no_label = question, yes, no
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="confirm"):
-            yield ThemedStatic(Text(self.question))
-            with Horizontal():
-                yield Button(self.yes_label, id="yes", variant="error")
-                yield Button(self.no_label, id="no")
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
-
-
-def ask_then(app, question: ConfirmCancel, on_yes) -> None:
-    """Ask before cancelling; the cancel key pressed again while asked means yes."""
-    if isinstance(app.screen, ConfirmCancel):
-        app.screen.dismiss(True)
-        return
-    app.push_screen(question, lambda yes: on_yes() if yes else None)
-
-
 class LiveScreen(Screen[None]):
     BINDINGS = [
         Binding("enter,t", "timeline", "Timeline"),
@@ -113,9 +83,6 @@ class LiveScreen(Screen[None]):
     LiveScreen DataTable { height: auto; max-height: 12; margin: 1 1; }
     LiveScreen #live-outcome { height: auto; padding: 0 1; }
     LiveScreen #stage-log { height: 1fr; min-height: 4; margin: 0 1; border: round $panel; }
-    ConfirmCancel { align: center middle; }
-    ConfirmCancel #confirm { width: 70; height: auto; padding: 1 2; border: thick $error; background: $surface; }
-    ConfirmCancel Horizontal { height: auto; margin-top: 1; }
     """
 
     def __init__(self, spec: EpisodeSpec, *, back_on_quit: bool = False) -> None:
@@ -129,7 +96,7 @@ class LiveScreen(Screen[None]):
         self.result: EpisodeResult | None = None
         self.running = True
         self._quit_after = False
-        self._back_after = False  # q confirmed while running: back to the screen below once it has stopped
+        self._back_after = False  # q's cancel confirmed: back to the screen below once the episode has stopped
         self._started = time.monotonic()
         self._timeline_shown = False
         self.follower = None  # the open timeline's TraceFollower, woken when new bytes arrive
@@ -297,11 +264,12 @@ class LiveScreen(Screen[None]):
         self._timeline_shown = False
         self.follower = None
 
-    def action_cancel(self, key: str = "Esc") -> None:
+    def action_cancel(self, key: str = "Esc", *, then_back: bool = False) -> None:
         if not self.running:
             return
 
         def cancel() -> None:
+            self._back_after = then_back
             self.episode.cancel(f"{key} (cancel confirmed)")
             self.query_one("#live-outcome", Static).update(Text("cancelling: stopping the agent…", style="$warning"))
 
@@ -333,28 +301,17 @@ class LiveScreen(Screen[None]):
         cancelled after the cancel's own question); otherwise quit, as Ctrl+Q does."""
         if not self.back_on_quit:
             self.action_quit_episode()
-        elif not self.running:
-            self._go_back()
+        elif self.running:
+            self.action_cancel("q", then_back=True)
         else:
-
-            def cancel_then_go_back() -> None:
-                self._back_after = True
-                self.episode.cancel("q (cancel confirmed)")
-                self.query_one("#live-outcome", Static).update(
-                    Text("cancelling: stopping the agent, saving, releasing the sandbox, then back…", style="$warning")
-                )
-
-            question = ConfirmCancel("Cancel the episode and go back? The agent is stopped, what it wrote is kept, "
-                                     "the sandbox released.", yes="Cancel and go back (y)")  # fmt: skip
-            ask_then(self.app, question, cancel_then_go_back)
+            self._go_back()
 
     def _go_back(self) -> None:
         """Close this screen and whatever was opened over it (the timeline, a dialog)."""
-        if self not in self.app.screen_stack:
-            return
-        while self.app.screen is not self:
+        while self in self.app.screen_stack and self.app.screen is not self:
             self.app.pop_screen()
-        self.dismiss(None)
+        if self.app.screen is self:
+            self.dismiss(None)
 
     def action_quit_episode(self, reason: str = "q (quit)") -> None:
         if not self.running:
