@@ -79,7 +79,8 @@ def repeated_id_episode(tmp_path: Path) -> Path:
     return trace
 
 
-async def steps_shown(trace: Path) -> tuple[list[str], str]:
+async def columns_shown(trace: Path) -> tuple[dict[str, list[str]], str]:
+    """The turn table's graph, step and ledger columns, and the screen with turn 2's detail."""
     app = replay_app(trace)
     async with app.run_test(size=WIDE) as pilot:
         panel = await open_training_tab(pilot)
@@ -87,23 +88,28 @@ async def steps_shown(trace: Path) -> tuple[list[str], str]:
         table.focus()
         await pilot.press("j")  # turn 2's detail
         await pilot.pause()
-        return [table.get_row_at(row)[2].plain for row in range(table.row_count)], shown(app)
+        rows = [[cell.plain for cell in table.get_row_at(row)] for row in range(table.row_count)]
+        return {name: [row[column] for row in rows] for name, column in (("graph", 0), ("step", 2), ("ledger", 3))}, shown(app)
 
 
 async def test_turns_with_repeated_call_ids_link_to_the_steps_they_made(tmp_path):
-    steps, text = await steps_shown(repeated_id_episode(tmp_path))
-    assert steps == ["1", "2", "3", "4"] and "→ step 2, 1 tool row(s) (by callID)" in text
+    columns, text = await columns_shown(repeated_id_episode(tmp_path))
+    assert columns["step"] == ["1", "2", "3", "4"] and "→ step 2, 1 tool row(s) (by callID)" in text
 
 
-async def test_without_the_ledger_repeated_call_ids_still_link_each_turn_to_its_own_step(tmp_path):
-    """A turn the ledger cannot read (a broken loss mask) leaves the tab to link the turns itself."""
+async def test_a_turn_the_ledger_leaves_out_is_linked_by_the_tab_and_the_others_keep_their_ledger_cells(tmp_path):
+    """The ledger leaves out a turn that breaks TrainingTrace's rules (turn 3's loss mask): the tab
+    links that one itself, still one row of the reused id per turn, and the ledger's marks and
+    rollout graph stay on the turns they are about (found by node id, not by position)."""
     trace = repeated_id_episode(tmp_path)
     path = trace.with_name("run.training.json")
     document = json.loads(path.read_text())
     document["turns"][2]["loss_mask"].append(0)
     path.write_text(json.dumps(document))
-    steps, text = await steps_shown(trace)
-    assert steps == ["1", "2", "3", "4"] and "→ step 2, 1 tool row(s) (by callID)" in text
+    columns, text = await columns_shown(trace)
+    assert columns["step"] == ["1", "2", "3", "4"] and "→ step 2, 1 tool row(s) (by callID)" in text
+    assert columns["ledger"] == ["ok", "ok", "-", "ok"], columns
+    assert columns["graph"][2] == "" and columns["graph"][3].startswith(("A", "B")), columns
 
 
 async def test_a_turn_without_sampling_says_the_engines_defaults_applied(tmp_path):

@@ -9,7 +9,9 @@ may be missing or of the wrong type); reading and openenv's validation are the c
 import: the viewer calls :func:`load_training` on a worker thread.
 
 How a turn links to the timeline: as the ledger matched it (:func:`ledger_links`,
-:mod:`smoldata_tui.training.ledger`) when the stream could be read; otherwise by
+:mod:`smoldata_tui.training.ledger`) when the stream could be read. The ledger leaves out a turn
+that breaks ``TrainingTrace``'s rules, so its turns are found by node id
+(:meth:`TrainingView.ledger_index`), never by position. A turn without a ledger turn is linked by
 :func:`link_turns`: a turn's response names the tool calls it made (``choices[0].message.tool_calls[].id``); OpenCode keeps those ids as the ``callID`` of
 its ``tool_use`` events, so the turn's step is the step of those rows. An id names the first rows
 of that id that no earlier turn took (some models number their calls ``call_0`` in every turn, so
@@ -94,6 +96,29 @@ class TrainingView:
     # run.meta.json's capture.sampling: training's policy on the session, None when none was sent;
     # _UNSET when no capture record says (no run.meta.json, opencode_env's own proxy)
     policy: Any = _UNSET
+    _ledger_of: list[int | None] | None = field(default=None, repr=False)  # file turn -> ledger turn
+
+    def ledger_index(self, turn: int) -> int | None:
+        """Where the ledger (and its rollout graph) has turn ``turn`` of the file; None when it left it out."""
+        positions = self._ledger_positions()
+        return positions[turn] if 0 <= turn < len(positions) else None
+
+    def turn_of_ledger(self, index: int) -> int:
+        """The file's turn (0-based) of the ledger's turn ``index``."""
+        positions = self._ledger_positions()
+        return positions.index(index) if index in positions else index
+
+    def _ledger_positions(self) -> list[int | None]:
+        if self.ledger is None:
+            return []
+        if self._ledger_of is None:
+            where = {ledger_turn.node_id: ledger_turn.index for ledger_turn in self.ledger.turns}
+            seen: set[str] = set()
+            self._ledger_of = []
+            for summary in self.turns:  # a repeated node id: the ledger kept only the first
+                self._ledger_of.append(None if summary.node_id in seen else where.get(summary.node_id))
+                seen.add(summary.node_id)
+        return self._ledger_of
 
     def problems_of(self, turn: int) -> list[CaptureProblem]:
         return [problem for problem in self.problems if problem.turn == turn]
@@ -290,10 +315,10 @@ _MARK = {"ledger_unmatched_turn": "no step", "ledger_unreported_call": "unreport
 
 def ledger_mark(view: TrainingView, turn: int) -> tuple[str, str]:
     """(the Training tab's ledger cell for ``turn``, its level: FATAL, WARN, INFO or "")."""
-    ledger = view.ledger
-    if ledger is None or turn >= len(ledger.turns):
+    index = view.ledger_index(turn)
+    if index is None:
         return "-", ""
-    findings = ledger.turns[turn].findings
+    findings = view.ledger.turns[index].findings
     if not findings:
         return "ok", ""
     worst = min(findings, key=lambda finding: list(Severity).index(finding.severity))
@@ -303,26 +328,26 @@ def ledger_mark(view: TrainingView, turn: int) -> tuple[str, str]:
 
 def graph_cell(view: TrainingView, turn: int) -> str:
     """The rollout graph's gutter for ``turn``: conversation letter, shape, × when training learns nothing."""
-    ledger = view.ledger
-    if ledger is None or turn >= len(ledger.graph):
+    index = view.ledger_index(turn)
+    if index is None or index >= len(view.ledger.graph):
         return ""
-    return gutter(ledger.graph, turn) + ("×" if ledger.graph[turn].excluded else " ")
+    return gutter(view.ledger.graph, index) + ("×" if view.ledger.graph[index].excluded else " ")
 
 
 def graph_note(view: TrainingView, turn: int) -> str:
     """Where ``turn`` sits in the rollout graph, and why a root beyond the first is one."""
-    ledger = view.ledger
-    if ledger is None or turn >= len(ledger.graph):
+    ledger, index = view.ledger, view.ledger_index(turn)
+    if index is None or index >= len(ledger.graph):
         return ""
-    node: GraphNode = ledger.graph[turn]
+    node: GraphNode = ledger.graph[index]
     letter = chr(ord("A") + node.root % 26)
     lines = []
     if node.parent is not None:
-        lines.append(f"conversation {letter}: extends turn {node.parent + 1}'s prompt and completion")
+        lines.append(f"conversation {letter}: extends turn {view.turn_of_ledger(node.parent) + 1}'s prompt and completion")
     elif node.root == 0:
         lines.append(f"conversation {letter}: its root (the first call)")
     else:
-        why = ("a call no step of the stream came from" if ledger.turns[turn].step is None
+        why = ("a call no step of the stream came from" if ledger.turns[index].step is None
                else "the agent's call, with its context rewritten, compacted or re-rendered")  # fmt: skip
         lines.append(f"conversation {letter} starts here: its prompt extends no earlier turn ({why}); openenv's "
                      f"validation reports such roots as multiple_roots ({root_count(ledger.graph)} among these turns)")  # fmt: skip

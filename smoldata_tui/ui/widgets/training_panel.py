@@ -123,8 +123,9 @@ def turn_detail_text(turn: TurnSummary, link: TurnLink | None, problems: list[Ca
     text.append(f"  node {clip(turn.node_id, 40)}\n", "dim")
     for problem in problems:  # first: they decide whether the turn is trainable at all
         text.append_text(problem_text(problem))
-    if view is not None and view.ledger is not None and turn.index < len(view.ledger.turns):
-        for finding in view.ledger.turns[turn.index].findings:
+    index = view.ledger_index(turn.index) if view is not None else None
+    if index is not None:
+        for finding in view.ledger.turns[index].findings:
             level = {"error": "FATAL", "warning": "WARN"}.get(finding.severity.value, "INFO")
             text.append(f"{_LEVEL_MARK[level]} {finding.kind}\n", _LEVEL_STYLE[level])
             text.append(clip(finding.message, 600) + "\n")
@@ -323,11 +324,11 @@ class TrainingPanel(Vertical):
                 if record.kind == "tool_use":
                     rows.append(ToolUseRow(record.index, record.step, tool_use_call_id(self._read_line(record.offset, record.length))))
             self._first_event_of_step = firsts
-            ledger = self.view.ledger
-            if ledger is not None and len(ledger.turns) == len(self.view.turns):
-                self._links = ledger_links(ledger, rows, set(firsts))
-            else:
-                self._links = link_turns(self.view.turns, rows, set(firsts))
+            view, steps = self.view, set(firsts)
+            matched = ledger_links(view.ledger, rows, steps) if view.ledger is not None else []
+            where = [view.ledger_index(turn.index) for turn in view.turns]
+            own = link_turns(view.turns, rows, steps) if None in where else []  # turns the ledger left out
+            self._links = [matched[index] if index is not None else own[turn] for turn, index in enumerate(where)]
             self._links_for = count
         return self._links
 
