@@ -8,6 +8,7 @@ import json
 import re
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace import analyze_bytes, analyze_path
 
 from .conftest import SAMPLES
-from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
+from .daytona_local.fixtures import cached_opencode_bin_dir, local_daytona, serve  # noqa: F401 - a fixture
+from .daytona_local.server import LocalDaytona
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import Recorder, _self_killing_recording, _sleeping_recording
 
@@ -68,8 +70,29 @@ def call_sequence(data: bytes) -> list[tuple]:
     return [(e.get("type"), (e.get("part") or {}).get("tool"), (e.get("part") or {}).get("callID")) for e in events]
 
 
-def test_replayed_episode_in_daytona_grades_one_and_leaves_nothing(tmp_path, local_daytona):
-    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs")
+@dataclass
+class ServedRun:
+    result: object
+    recorder: Recorder
+    server: LocalDaytona
+    left_after_run: list[str]  # the server's sandboxes once the episode had ended
+
+
+@pytest.fixture(scope="module")
+def passing_run(tmp_path_factory, opencode_bin):  # noqa: F811 - the imported fixture
+    """The undisturbed Daytona episode of clean_pass.jsonl, run once (on a server of its own): one test
+    holds it to what the environment does, another compares a disturbed run's calls with it."""
+    folder = tmp_path_factory.mktemp("daytona-passing")
+    server = LocalDaytona(opencode_bin_dir=cached_opencode_bin_dir(), sandbox_base_dir=folder / "daytona-sandboxes")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for served in serve(server, monkeypatch):  # serve stops the server once this loop ends
+            result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", folder / "runs")
+            left = served.sandbox_ids()
+    return ServedRun(result, recorder, server, left)
+
+
+def test_replayed_episode_in_daytona_grades_one_and_leaves_nothing(passing_run):
+    result, recorder, server = passing_run.result, passing_run.recorder, passing_run.server
     assert result.error is None, result.error
     assert result.status == "finished" and result.grade.env_reward == 1.0
     live = analyze_bytes(result.trace_path.read_bytes())[0]
@@ -79,10 +102,10 @@ def test_replayed_episode_in_daytona_grades_one_and_leaves_nothing(tmp_path, loc
     assert done == ["create sandbox", "install OpenCode", "capture proxy", "stage task", "agent running", "recover calls", "grading"]
     assert any("nothing to install" in m for m in messages(recorder, "install OpenCode"))
     # The sandbox was made the way the environment makes it, labelled, capped, and deleted.
-    assert local_daytona.sandbox_ids() == []
+    assert passing_run.left_after_run == []
     metadata = json.loads(result.metadata_path.read_text())
     sandbox_id = metadata["sandbox"]["id"]
-    params = local_daytona.create_params(sandbox_id)
+    params = server.create_params(sandbox_id)
     assert params["user"] == "root"
     assert "savatar101/env-data-agent-train:base" in json.dumps(params)
     assert params["labels"]["app"] == "smoldata-tui" and params["labels"]["task"] == "sales-top-region"
@@ -92,10 +115,10 @@ def test_replayed_episode_in_daytona_grades_one_and_leaves_nothing(tmp_path, loc
     assert (params["cpu"], params["memory"], params["disk"]) == (1, 4, 5)  # the environment's backend's
     # The Daytona key stays with the SDK: never in a saved file or a stage message.
     for path in result.trace_path.parent.iterdir():
-        assert local_daytona.api_key not in path.read_text(errors="replace"), path
-    assert all(local_daytona.api_key not in message for message in messages(recorder))
+        assert server.api_key not in path.read_text(errors="replace"), path
+    assert all(server.api_key not in message for message in messages(recorder))
     # Auto-stop counts inactivity: the watched run kept telling Daytona it is in use.
-    pings = [path for method, path, _ in local_daytona.requests if method == "POST" and path.endswith(f"{sandbox_id}/last-activity")]
+    pings = [path for method, path, _ in server.requests if method == "POST" and path.endswith(f"{sandbox_id}/last-activity")]
     assert len(pings) >= 3
     # The log crossed the network once: base64 (4/3) plus a few bytes per request.
     transfer = metadata["sandbox"]["transfer"]
@@ -129,8 +152,8 @@ def test_rate_limits_and_server_errors_are_retried_and_shown(tmp_path, local_day
     assert local_daytona.sandbox_ids() == []
 
 
-def test_a_network_drop_mid_run_loses_and_duplicates_nothing(tmp_path, local_daytona):
-    reference, _ = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "reference")
+def test_a_network_drop_mid_run_loses_and_duplicates_nothing(tmp_path, local_daytona, passing_run):
+    reference = passing_run.result
 
     # Once the agent's events flow: the log is being followed then, so requests are in flight.
     drop = once_events_arrive(local_daytona, lambda _sandbox_id: local_daytona.drop_connections(2.0))

@@ -21,7 +21,7 @@ from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace import analyze_bytes, analyze_path
 from smoldata_tui.trace.build import TraceBuilder
 
-from .conftest import SAMPLES
+from .conftest import SAMPLES, run_cli
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("opencode_bin")
@@ -46,11 +46,16 @@ class Recorder:
 @pytest.fixture
 def sandboxes(tmp_path, monkeypatch):
     """Sandboxes of the test go under tmp_path, so leftovers can be seen."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return private_cache(tmp_path, monkeypatch)
+
+
+def private_cache(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``XDG_CACHE_HOME`` under ``folder`` (so sandboxes land there); the sandboxes' folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder / "cache"))
     # OpenCode stays in the shared cache (the opencode_bin fixture put it there): installing it
     # per test would take minutes.
     shared = opencode_cache_dir(os.path.join(os.path.expanduser("~"), ".cache", "smoldata-tui", "opencode"))
-    ours = tmp_path / "cache" / "smoldata-tui"
+    ours = folder / "cache" / "smoldata-tui"
     ours.mkdir(parents=True)
     (ours / "opencode").symlink_to(shared)
     return ours / "sandboxes"
@@ -259,11 +264,21 @@ def test_missing_data_fails_staging_clearly_and_releases_the_sandbox(tmp_path, s
     assert sandbox_dirs(sandboxes) == []
 
 
-def test_headless_cli_prints_events_and_a_final_json_line(tmp_path, cli, sandboxes):
-    done = cli(
-        "run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}",
-        "--save", str(tmp_path / "runs"), "--headless", timeout=600,
-    )  # fmt: skip
+@pytest.fixture(scope="module")
+def headless_clean_pass(tmp_path_factory, opencode_bin):  # noqa: F811 - the imported fixture
+    """One ``run --headless`` of clean_pass.jsonl on today's task, shared by the tests that read what it
+    printed (none changes it): each would otherwise start the same episode again."""
+    folder = tmp_path_factory.mktemp("headless-clean-pass")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        private_cache(folder, monkeypatch)
+        return run_cli(
+            "run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}",
+            "--save", str(folder / "runs"), "--headless", timeout=600,
+        )  # fmt: skip
+
+
+def test_headless_cli_prints_events_and_a_final_json_line(headless_clean_pass, cli):
+    done = headless_clean_pass
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     final = json.loads(lines[-1])
@@ -316,12 +331,9 @@ def test_the_readme_demo_replays_with_no_divergence_and_grade_1(tmp_path, cli, s
     assert not (Path(final["trace"]).parent / "run.divergence.json").exists()
 
 
-def test_a_diverging_replay_says_what_diverged_on_the_headless_line(tmp_path, cli, sandboxes):
+def test_a_diverging_replay_says_what_diverged_on_the_headless_line(headless_clean_pass):
     # clean_pass.jsonl was written for a sales_2024.csv and pandas: today's task has neither.
-    done = cli(
-        "run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}",
-        "--save", str(tmp_path / "runs"), "--headless", timeout=300,
-    )  # fmt: skip
+    done = headless_clean_pass
     final = json.loads(done.stdout.strip().splitlines()[-1])
     assert final["divergences"] and all(isinstance(item, str) for item in final["divergences"])
     assert any("bash" in item and "recorded" in item and "now" in item for item in final["divergences"])
