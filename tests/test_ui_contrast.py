@@ -19,6 +19,8 @@ from rich.segment import Segment
 from textual.app import App
 from textual.color import Color
 from textual.filter import dim_color
+from textual.widgets import SelectionList
+from textual.widgets._toggle_button import ToggleButton
 
 from smoldata_tui.store.metadata import EpisodeMetadata, Grade, metadata_path_for
 from smoldata_tui.store.metadata_writer import save_metadata
@@ -28,6 +30,7 @@ from .conftest import SAMPLES
 from .test_ui_helpers import loaded, replay_app, wait_for
 
 TEXT_MINIMUM = 4.5
+CURSOR_MINIMUM = 3.0  # the selected row: WCAG's 3:1 for the state shown
 SIZES = ((160, 45), (80, 24))
 
 
@@ -42,6 +45,11 @@ class Cell:
     colour: str
     background: str
     row: int
+    cursor: bool = False  # on a widget's cursor (or highlighted option) row
+
+    @property
+    def minimum(self) -> float:
+        return CURSOR_MINIMUM if self.cursor else TEXT_MINIMUM
 
 
 def _hex(colour: RichColor) -> str:
@@ -74,10 +82,32 @@ def _shown_regions(app: App) -> list:
     return [widget.region for widget in app.screen.children if widget.display]
 
 
+def _unticked_box(app: App, segment: Segment, x: int, y: int) -> bool:
+    """The X of an unticked box is drawn faint on purpose (its faintness is the state, WCAG's 3:1
+    for a state indicator is between ticked and not): not text to read."""
+    if segment.text != ToggleButton.BUTTON_INNER:
+        return False
+    widget, _region = app.screen.get_widget_at(x, y)
+    return isinstance(widget, (ToggleButton, SelectionList))
+
+
+def _cursor_backgrounds(widget) -> set[str]:
+    """The backgrounds of the widget's cursor rows, from its own component classes (ours and Textual's)."""
+    names = {name for cls in type(widget).__mro__ for name in getattr(cls, "COMPONENT_CLASSES", ())
+             if "cursor" in name or "highlighted" in name}  # fmt: skip
+    found = set()
+    for name in names:
+        bgcolor = widget.get_component_rich_style(name).bgcolor
+        if bgcolor is not None:
+            found.add(_hex(bgcolor))
+    return found
+
+
 def rendered_cells(app: App) -> list[Cell]:
     """Every run of letters and digits on the screen, with its contrast, as the terminal gets it."""
     cells = []
     regions = _shown_regions(app)
+    cursor_backgrounds: dict = {}
     for row, strip in enumerate(app.screen._compositor.render_strips()):
         x = 0
         for segment in strip:
@@ -86,34 +116,47 @@ def rendered_cells(app: App) -> list[Cell]:
                 continue
             if not any(region.contains(start, row) for region in regions):
                 continue
+            if _unticked_box(app, segment, start, row):
+                continue
             color, bgcolor = _colours(segment, app)
-            cells.append(Cell(contrast(color, bgcolor), segment.text.strip(), _hex(color), _hex(bgcolor), row))
+            widget, _region = app.screen.get_widget_at(start, row)
+            if widget not in cursor_backgrounds:
+                cursor_backgrounds[widget] = _cursor_backgrounds(widget)
+            cursor = _hex(bgcolor) in cursor_backgrounds[widget]
+            cells.append(Cell(contrast(color, bgcolor), segment.text.strip(), _hex(color), _hex(bgcolor), row, cursor))
     return cells
 
 
-def offenders(app: App, where: str, minimum: float = TEXT_MINIMUM) -> list[tuple[float, str]]:
-    """Cells under ``minimum`` in the current theme, described for an assertion message."""
+def offenders(app: App, where: str, minimum: float | None = None) -> list[tuple[float, str]]:
+    """Cells under their minimum (or ``minimum``) in the current theme, described for an assertion message."""
     return [
-        (cell.ratio, f"{cell.ratio:.2f}:1 {app.theme} {where} row {cell.row} {cell.text[:40]!r} {cell.colour} on {cell.background}")
+        (cell.ratio, f"{cell.ratio:.2f}:1 {app.theme} {where} row {cell.row}{' (cursor)' if cell.cursor else ''} "
+                     f"{cell.text[:40]!r} {cell.colour} on {cell.background}")  # fmt: skip
         for cell in rendered_cells(app)
-        if cell.ratio < minimum
+        if cell.ratio < (cell.minimum if minimum is None else minimum)
     ]
 
 
-async def every_theme(pilot, where: str) -> list[tuple[float, str]]:
-    """The offenders of the current screen in each measured theme."""
+async def every_theme(pilot, where: str, views: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = ()) -> list:
+    """The offenders of the current screen in each measured theme; with ``views`` (keys that open a
+    view, its name, keys that leave it), of each view in turn in each theme (a theme change restyles
+    every widget, half a second here; pressing a tab's key costs little)."""
     app = pilot.app
     found = []
     for theme in measured_themes(app):
         app.theme = theme
         await pilot.pause(0.05)
-        found += offenders(app, where)
+        for before, name, after in views or (((), "", ()),):
+            await pilot.press(*before)
+            await pilot.pause(0.05 if before else 0)
+            found += offenders(app, f"{where} {name}".strip())
+            await pilot.press(*after)
     return found
 
 
 def report(found: list[tuple[float, str]]) -> str:
     worst = sorted(set(found))
-    return f"{len(worst)} cells below {TEXT_MINIMUM}:1, the worst:\n" + "\n".join(text for _ratio, text in worst[:25])
+    return f"{len(worst)} cells below {TEXT_MINIMUM}:1 ({CURSOR_MINIMUM}:1 on a cursor row), the worst:\n" + "\n".join(text for _ratio, text in worst[:25])
 
 
 def test_the_contrast_helper_is_wcag():
@@ -170,13 +213,10 @@ async def test_the_episode_screen_reads_in_every_theme(tmp_path, size):
     async with app.run_test(size=size) as pilot:
         screen = await loaded(pilot)
         screen.timeline.go_to_event(3)
-        for key, where in (("2", "findings tab"), ("4", "episode tab"), ("3", "stats tab"), ("c", "conversation")):
-            await pilot.press(key)
-            await pilot.pause(0.1)
-            found += await every_theme(pilot, f"episode {size} {where}")
-        await pilot.press("question_mark")
-        await pilot.pause(0.1)
-        found += await every_theme(pilot, f"help {size}")
+        views = (*(((key,), name, ()) for key, name in (("2", "findings tab"), ("4", "episode tab"), ("3", "stats tab"),
+                                                        ("c", "conversation"))),
+                 (("question_mark",), "help", ("escape",)))  # fmt: skip
+        found += await every_theme(pilot, f"episode {size}", views)
     assert not found, report(found)
 
 
@@ -262,4 +302,18 @@ async def test_the_attempt_groups_and_signatures_read_in_every_theme(tmp_path, m
         await wait_for(pilot, lambda: isinstance(app.screen, SignaturesScreen), what="the signatures")
         await pilot.pause(0.1)
         found += await every_theme(pilot, f"signatures {size}")
+    assert not found, report(found)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+async def test_the_training_tab_detail_find_bar_and_filter_read_in_every_theme(tmp_path, size):
+    from .test_ui_training import episode_with_training, open_training_tab
+
+    app = replay_app(episode_with_training(tmp_path))
+    async with app.run_test(size=size) as pilot:
+        await open_training_tab(pilot)
+        app.screen.timeline.go_to_event(2)
+        views = ((("5",), "training tab", ()), (("enter",), "detail", ("escape",)),
+                 (("slash", *"region"), "find bar", ("escape", "escape")), (("f",), "filter", ("escape",)))  # fmt: skip
+        found = await every_theme(pilot, f"episode {size}", views)
     assert not found, report(found)

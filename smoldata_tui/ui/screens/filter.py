@@ -46,7 +46,7 @@ class FilterScreen(ModalScreen[None]):
         border: round $primary; background: $surface; padding: 0 1;
     }
     FilterScreen #filter-lists { height: auto; max-height: 20; }
-    FilterScreen SelectionList { width: 1fr; height: auto; max-height: 18; }
+    FilterScreen SelectionList { width: 1fr; height: auto; max-height: 18; border-title-color: $foreground; }
     FilterScreen #filter-buttons { height: auto; align-horizontal: right; }
     FilterScreen Label.hint { color: $text-muted; }
     """

@@ -96,7 +96,7 @@ class DetailView(ScrollView, can_focus=True, inherit_bindings=False):
     DetailView > .detail--json { color: $text-primary; }
     DetailView > .detail--output { }
     DetailView > .detail--plain { }
-    DetailView > .detail--match { background: $warning 45%; color: $text; }
+    DetailView > .detail--match { background: $warning-muted; color: $text; }
     """
 
     def __init__(self, **kwargs) -> None:

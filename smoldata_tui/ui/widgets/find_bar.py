@@ -26,7 +26,7 @@ class FindBar(Horizontal):
     FindBar { height: 1; display: none; background: $panel; }
     FindBar.-open { display: block; }
     FindBar > #find-label { width: 7; color: $text-muted; padding: 0 0 0 1; }
-    FindBar > Input { width: 1fr; border: none; height: 1; padding: 0; background: $panel; }
+    FindBar > Input { width: 1fr; border: none; height: 1; padding: 0; background: $panel; color: $text; }
     FindBar > Input:focus { border: none; }
     FindBar > #find-count { width: auto; min-width: 16; padding: 0 1; color: $text-muted; }
     """
