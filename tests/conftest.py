@@ -28,3 +28,25 @@ def run_cli(*args: str, timeout: float = 120, cwd: Path | None = None) -> subpro
 @pytest.fixture
 def cli():
     return run_cli
+
+
+#: Fixtures of tests that start the real OpenCode (``sandboxes``: a local episode's private cache) or
+#: the local Daytona server: a test asking for one is slow.
+SLOW_FIXTURES = frozenset({"opencode_bin", "sandboxes", "local_daytona"})
+#: Modules whose tests take seconds without asking for those fixtures: they install and run two
+#: OpenCode versions, or wait out the retries of an unreachable Daytona.
+SLOW_MODULES = frozenset({"test_opencode_compare", "test_daytona_unreachable"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """``slow`` on every test that takes seconds (it starts OpenCode or the Daytona server), so
+    ``-m "not slow"`` is the lane a developer runs before each commit; and the modules holding such
+    tests run first (in their own order), so that with two workers the longest tests do not start
+    last while the other worker has nothing left to do."""
+    slow_modules = set()
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        if SLOW_FIXTURES.intersection(item.fixturenames) or module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+            slow_modules.add(module)
+    items.sort(key=lambda item: item.module.__name__.rsplit(".", 1)[-1] not in slow_modules)  # stable

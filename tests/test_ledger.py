@@ -16,8 +16,8 @@ from smoldata_tui.replay.script import ReplayCall, ReplayScript, ReplayTurn
 from smoldata_tui.training.ledger import build_ledger
 
 from .conftest import SAMPLES, run_cli
-from .opencode_fixture import ensure_opencode
-from .test_episode_local import opencode_cache_dir, sandboxes  # noqa: F401 - a fixture
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_local import private_cache, sandboxes  # noqa: F401 - a fixture
 
 FORGE = r"""python3 - <<'EOF'
 import json, os, urllib.request
@@ -47,17 +47,13 @@ def _forging_script() -> ReplayScript:
 
 
 @pytest.fixture(scope="module")
-def episodes(tmp_path_factory):
+def episodes(tmp_path_factory, opencode_bin):  # noqa: F811 - the imported fixture
     """One honest captured episode and one forging episode, shared by the tests of this module."""
     from .test_training_capture import run
 
-    ensure_opencode()
     root = tmp_path_factory.mktemp("ledger")
     with pytest.MonkeyPatch.context() as patch:  # sandboxes under this test's folder, OpenCode shared
-        patch.setenv("XDG_CACHE_HOME", str(root / "cache"))
-        shared = opencode_cache_dir(os.path.join(os.path.expanduser("~"), ".cache", "smoldata-tui", "opencode"))
-        (root / "cache" / "smoldata-tui").mkdir(parents=True)
-        (root / "cache" / "smoldata-tui" / "opencode").symlink_to(shared)
+        private_cache(root, patch)
         honest, _, _ = run(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"), root / "honest")
         forged, _, _ = run(_forging_script(), root / "forged")
     assert honest.error is None and forged.error is None, (honest.error, forged.error)
