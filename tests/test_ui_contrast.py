@@ -27,6 +27,8 @@ from smoldata_tui.store.metadata_writer import save_metadata
 from smoldata_tui.ui.theme_text import READABLE, contrast, readable_variables
 
 from .conftest import SAMPLES
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_local import sandboxes  # noqa: F401 - a fixture
 from .test_ui_helpers import loaded, replay_app, wait_for
 
 TEXT_MINIMUM = 4.5
@@ -316,4 +318,30 @@ async def test_the_training_tab_detail_find_bar_and_filter_read_in_every_theme(t
         views = ((("5",), "training tab", ()), (("enter",), "detail", ("escape",)),
                  (("slash", *"region"), "find bar", ("escape", "escape")), (("f",), "filter", ("escape",)))  # fmt: skip
         found = await every_theme(pilot, f"episode {size}", views)
+    assert not found, report(found)
+
+
+@pytest.mark.usefixtures("opencode_bin", "sandboxes")
+async def test_a_live_episode_reads_in_every_theme(tmp_path):
+    """A real episode (OpenCode in a bubblewrap sandbox, the replay model): its live timeline while
+    it runs, then its stages and outcome once it has ended."""
+    from smoldata_tui.ui.apps.live import LiveApp
+    from smoldata_tui.ui.screens.episode import EpisodeScreen
+
+    from .test_ui_live import back_to_stages, live_screen, spec_for
+
+    app = LiveApp(spec_for(SAMPLES / "clean_pass.jsonl", tmp_path / "runs"))
+    app.animation_level = "none"
+    found = []
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 240, what="the live timeline")
+        await wait_for(pilot, lambda: not live_screen(app).running, 120, what="the episode's end")
+        found += await every_theme(pilot, "live timeline (160, 45)")
+        await back_to_stages(pilot, app)
+        await pilot.pause(0.2)
+        found += await every_theme(pilot, "live stages (160, 45)")
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.2)
+        found += await every_theme(pilot, "live stages (80, 24)")
+        await pilot.press("q")
     assert not found, report(found)

@@ -82,7 +82,7 @@ class LiveScreen(Screen[None]):
     LiveScreen #live-header { height: auto; padding: 0 1; background: $panel; }
     LiveScreen DataTable { height: auto; max-height: 12; margin: 1 1; }
     LiveScreen #live-outcome { height: auto; padding: 0 1; }
-    LiveScreen #stage-log { height: 1fr; min-height: 4; margin: 0 1; border: round $panel; }
+    LiveScreen #stage-log { height: 1fr; min-height: 4; margin: 0 1; border: round $panel; border-title-color: $foreground; }
     """
 
     def __init__(self, spec: EpisodeSpec, *, back_on_quit: bool = False) -> None:
@@ -346,13 +346,13 @@ class LiveScreen(Screen[None]):
         if spec.harness == "opencode-env":
             return Text("  capture: opencode_env's proxy", style="dim")
         if not spec.capture:
-            return Text("  capture off", style="yellow")
+            return Text("  capture off", style="$warning")
         level = self.episode.capture_level
         if level is None:
             return Text("  capture: probing" if self.running else "  capture: not started", style="dim")
         trainable = level == "tokens"
         return Text(f"  capture {level} ({'trainable' if trainable else 'not trainable'})",
-                    style="green" if trainable else "bold yellow")
+                    style="$success" if trainable else "bold $warning")
 
     def _outcome(self, message: EpisodeEnded) -> Text:
         result = message.result
