@@ -217,7 +217,7 @@ async def test_the_episode_screen_reads_in_every_theme(tmp_path, size):
         screen.timeline.go_to_event(3)
         views = (*(((key,), name, ()) for key, name in (("2", "findings tab"), ("4", "episode tab"), ("3", "stats tab"),
                                                         ("c", "conversation"))),
-                 (("question_mark",), "help", ("escape",)))  # fmt: skip
+                 (("question_mark",), "help", ("escape",)), (("ctrl+p",), "command palette", ("escape",)))  # fmt: skip
         found += await every_theme(pilot, f"episode {size}", views)
     assert not found, report(found)
 
