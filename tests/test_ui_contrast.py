@@ -345,3 +345,32 @@ async def test_a_live_episode_reads_in_every_theme(tmp_path):
         found += await every_theme(pilot, "live stages (80, 24)")
         await pilot.press("q")
     assert not found, report(found)
+
+
+@pytest.mark.usefixtures("opencode_bin", "sandboxes")
+async def test_a_batch_grid_reads_in_every_theme(tmp_path):
+    """Two real episodes of a batch (OpenCode in bubblewrap, the replay model), their grid once ended."""
+    from smoldata_tui.replay.model_endpoint import open_endpoint
+    from smoldata_tui.session.batch import BatchPlan
+    from smoldata_tui.session.episode import EpisodeSpec
+    from smoldata_tui.tasks import default_task_root, load_task
+    from smoldata_tui.ui.apps.batch import BatchApp
+
+    task = load_task(default_task_root() / "sales-top-region")
+
+    def endpoint():
+        return open_endpoint(model=f"replay:{SAMPLES / 'clean_pass.jsonl'}")
+
+    template = EpisodeSpec(task=task, endpoint=endpoint(), timeout_s=300, save_dir=tmp_path / "runs", capture=False)
+    template.endpoint.close()
+    app = BatchApp(BatchPlan([task], attempts=2, concurrency=2, template=template, open_endpoint=endpoint))
+    app.animation_level = "none"
+    async with app.run_test(size=(160, 45)) as pilot:
+        grid = app.grid
+        await wait_for(pilot, lambda: grid.ended.is_set() and not grid.running, 300, what="the batch's end")
+        await pilot.pause(0.5)
+        found = await every_theme(pilot, "batch grid (160, 45)")
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.2)
+        found += await every_theme(pilot, "batch grid (80, 24)")
+    assert not found, report(found)

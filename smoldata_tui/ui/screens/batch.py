@@ -90,6 +90,7 @@ class BatchScreen(Screen[None]):
         self.table.focus()
         self.run_worker(self._run, thread=True, exclusive=True, group="batch", name="batch")
         self.set_interval(TICK_S, self._tick)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._tick())  # cells hold the theme's colours
 
     def _run(self) -> None:
         try:
