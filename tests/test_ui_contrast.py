@@ -1,10 +1,12 @@
 """Every theme is readable: on the real screens, rendered by Textual, every letter and digit reads at
-WCAG's 4.5:1 or better against the colour behind it, in every theme the palette offers (the ANSI
-ones leave their colours to the terminal, so they cannot be measured), at 160×45 and 80×24.
+WCAG's 4.5:1 or better against the colour behind it (3:1 on a cursor row), in every theme the palette
+offers (the ANSI ones leave their colours to the terminal, so they cannot be measured), at 160×45 and
+80×24: the episode screen's tabs, help, command palette, detail, find bar and filter; the fleet table,
+attempt groups and signatures; home and the launch form; the diff; a real live episode and batch.
 
 The colours are the ones Textual sends to the terminal: the compositor's strips after the app's
-line filters (which turn ``dim`` into the text colour blended 66% towards its background, and
-``text-opacity`` and translucent backgrounds are already blended by then); ``reverse`` swaps them.
+line filters (which turn ``dim`` into the text colour blended a third of the way into its
+background; ``text-opacity`` and translucent backgrounds are blended by then); ``reverse`` swaps them.
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ from textual.filter import dim_color
 from textual.widgets import SelectionList
 from textual.widgets._toggle_button import ToggleButton
 
-from smoldata_tui.store.metadata import EpisodeMetadata, Grade, metadata_path_for
-from smoldata_tui.store.metadata_writer import save_metadata
+from smoldata_tui.store.metadata import metadata_path_for
 from smoldata_tui.ui.theme_text import READABLE, contrast, readable_variables
 
 from .conftest import SAMPLES
