@@ -34,12 +34,13 @@ def cli():
 #: the local Daytona server: a test asking for one is slow.
 SLOW_FIXTURES = frozenset({"opencode_bin", "sandboxes", "local_daytona"})
 #: Modules whose tests take seconds without asking for those fixtures: they install and run two
-#: OpenCode versions, or wait out the retries of an unreachable Daytona.
-SLOW_MODULES = frozenset({"test_opencode_compare", "test_daytona_unreachable"})
+#: OpenCode versions, wait out the retries of an unreachable Daytona, or draw every screen in every
+#: theme (the contrast sweep: minutes of CPU) or at every surface (one episode, every shape).
+SLOW_MODULES = frozenset({"test_opencode_compare", "test_daytona_unreachable", "test_ui_contrast", "test_one_episode"})
 
 
 def pytest_collection_modifyitems(config, items):
-    """``slow`` on every test that takes seconds (it starts OpenCode or the Daytona server), so
+    """``slow`` on every test that takes seconds (most start OpenCode or the Daytona server), so
     ``-m "not slow"`` is the lane a developer runs before each commit; and the modules holding such
     tests run first (in their own order), so that with two workers the longest tests do not start
     last while the other worker has nothing left to do."""

@@ -4,6 +4,7 @@ answered by the replay model with an agent that sleeps in its first call."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -30,7 +31,8 @@ def cell(grid: BatchScreen, key: str, column: str) -> str:
 
 
 async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sandboxes):
-    recording = _sleeping_recording(tmp_path, marker="grid-sleeper")
+    marker = f"grid-sleeper-{os.getpid()}"  # ours alone: another run of the suite on this machine may sleep too
+    recording = _sleeping_recording(tmp_path, marker=marker)
     task = load_task(default_task_root() / "sales-top-region")
 
     def endpoint():
@@ -43,7 +45,7 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sa
         grid = app.grid
         assert isinstance(app.screen, BatchScreen)
         assert [cell(grid, f"sales-top-region-{n}", "stage") for n in (1, 2, 3)][2] == "queued"
-        await wait_for(pilot, lambda: len(processes_matching("grid-sleeper")) >= 2, 300)  # both agents asleep
+        await wait_for(pilot, lambda: len(processes_matching(marker)) >= 2, 300)  # both agents asleep
         await pilot.pause(1.0)
         assert cell(grid, "sales-top-region-1", "stage") == "agent running"
         assert cell(grid, "sales-top-region-1", "last tool") == "bash" or cell(grid, "sales-top-region-1", "calls") == "0"
@@ -84,6 +86,6 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sa
                 row = analyze_trace(str(run.trace_path), with_metadata=True)[1]
                 assert cell(grid, run.key, "findings") == str(len(row.kinds)), (run.key, row.kinds)
         assert saved["runs"][0]["why"] and batch_exit_status(app) == 1
-        assert processes_matching("grid-sleeper") == []
+        assert processes_matching(marker) == []
         assert sandbox_dirs(sandboxes) == []
         await pilot.press("q")
