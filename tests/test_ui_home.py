@@ -86,8 +86,9 @@ async def test_the_folder_field_lists_another_task_set_and_says_why_it_cannot(tm
         field = app.screen.query_one("#home-tasks", Input)
         assert app.focused is field
         await pilot.press(*str(tmp_path / "nowhere"), "enter")
-        await pilot.pause(0.2)
-        said = str(app.screen.query_one("#home-folder-error").render())
+        error = app.screen.query_one("#home-folder-error")
+        await wait_for(pilot, lambda: "no such task directory" in str(error.render()), 10)
+        said = str(error.render())
         assert said == f"{tmp_path / 'nowhere'}: no such task directory (still listing the sample tasks)", said
         assert "no such task directory" in shown(app)
         assert task_names(app) == samples  # the old list stays
@@ -126,8 +127,8 @@ async def test_q_on_a_run_from_home_asks_then_stops_it_and_comes_back_home(tmp_p
         await pilot.press("q")
         assert isinstance(app.screen, ConfirmCancel)  # the cancel's question, never a silent stop
         await pilot.press("n")
-        await pilot.pause(0.5)
-        assert live.running and app.screen is live
+        await wait_for(pilot, lambda: app.screen is live, 10)
+        assert live.running
         await pilot.press("q")
         await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 90)
