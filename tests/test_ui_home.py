@@ -96,7 +96,7 @@ async def test_the_folder_field_lists_another_task_set_and_says_why_it_cannot(tm
         field.value = str(root)
         await pilot.press("enter")
         await wait_for(pilot, lambda: task_names(app) == ["first-task", "second-task"], 5)
-        assert f"tasks in {root}" in str(app.screen.query_one("#home-title").render())
+        assert f"tasks in {str(root)[:60]}" in str(app.screen.query_one("#home-title").render())  # a long path is cut
         assert "no such task directory" not in " ".join(shown(app).split())
         assert app.focused is app.screen.query_one(DataTable)
         await pilot.press("enter")  # the launch form runs a task of the folder shown
