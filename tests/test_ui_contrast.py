@@ -230,6 +230,20 @@ async def test_the_episode_screen_reads_in_every_theme(tmp_path, size):
     assert not found, report(found)
 
 
+async def test_the_fork_question_reads_in_every_theme(tmp_path):
+    """``F`` on a graded recording's row: the question before the fork form, its buttons focused in turn."""
+    from smoldata_tui.ui.screens.fork_launch import ConfirmFork
+
+    app = replay_app(graded_episode(tmp_path))
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await loaded(pilot)
+        screen.timeline.go_to_event(3)
+        await pilot.press("F")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmFork), what="the fork question")
+        found = await every_theme(pilot, "fork question", ((((), "yes focused", ("tab",))), (((), "no focused", ("tab",)))))
+    assert not found, report(found)
+
+
 def sample_fleet(folder: Path) -> Path:
     """The shipped samples, the real recordings with their metadata among them."""
     episodes = folder / "episodes"

@@ -14,6 +14,7 @@ from smoldata_tui.ui.theme_text import ThemedStatic
 
 
 class ConfirmCancel(ModalScreen[bool]):
+    YES_VARIANT = "error"  # stopping something running: the red button
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
     # Its own CSS: rules for it in another screen's DEFAULT_CSS are scoped to that screen's
     # descendants, which a dialog pushed over it is not, and did not apply.
@@ -33,7 +34,7 @@ class ConfirmCancel(ModalScreen[bool]):
         with Vertical(id="confirm"):
             yield ThemedStatic(Text(self.question))
             with Horizontal():
-                yield Button(self.yes_label, id="yes", variant="error")
+                yield Button(self.yes_label, id="yes", variant=self.YES_VARIANT)
                 yield Button(self.no_label, id="no")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

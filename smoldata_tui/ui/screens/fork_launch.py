@@ -23,6 +23,9 @@ FORK_TIMEOUT_S = 600.0  # as `run`'s default
 
 
 class ConfirmFork(ConfirmCancel):
+    # A fork stops nothing, so no warning colour; and red (solarized) or the primary blue
+    # (textual-dark), focused and so reversed, read under 4.5:1.
+    YES_VARIANT = "default"
     DEFAULT_CSS = """
     ConfirmFork { align: center middle; }
     ConfirmFork #confirm { width: 70; height: auto; padding: 1 2; border: thick $primary; background: $surface; }
