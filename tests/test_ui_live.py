@@ -37,7 +37,18 @@ async def wait_for(pilot, condition, seconds: float) -> None:
         if condition():
             return
         await pilot.pause(0.1)
-    raise AssertionError("timed out waiting")
+    raise AssertionError(f"timed out waiting; {stage_log(pilot.app)}")
+
+
+def stage_log(app) -> str:
+    """The last lines of a live screen's stage log: where an episode that never got on had got to."""
+    for screen in app.screen_stack:
+        if isinstance(screen, LiveScreen):
+            try:
+                return "the stage log ends:\n" + "\n".join(screen.query_one("#stage-log").lines[-20:])
+            except Exception as exc:  # noqa: BLE001 - a diagnostic for a failure already being reported
+                return f"no stage log ({type(exc).__name__})"
+    return "no live screen"
 
 
 async def back_to_stages(pilot, app) -> None:
