@@ -46,7 +46,9 @@ def _run_screen(a: str, b: str) -> int:
     except DiffInputError as exc:
         print(f"smoldata-tui diff: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
+    from smoldata_tui.ui.exit_status import has_terminal  # Textual is loaded only for the screen
+
+    if not has_terminal():
         print("smoldata-tui diff: needs a terminal; use `smoldata-tui diff --json A B` for text output",
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE

@@ -5,11 +5,18 @@ SIGINT, otherwise what the command itself says (the episode's status, 0 for the 
 from __future__ import annotations
 
 import signal
+import sys
 
 from textual.app import App
 
 EXIT_INTERNAL_ERROR = 3  # as cli.main answers an exception it did not expect
 EXIT_SIGINT = 128 + signal.SIGINT  # as headless answers Ctrl-C sent as a signal
+
+
+def has_terminal() -> bool:
+    """Whether Textual can run here: it draws on stderr and reads keys from stdin, so both must be a
+    terminal (otherwise the command says so and exits 2)."""
+    return sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()
 
 
 def signal_exit_status(signum: int) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from smoldata_tui.session.batch import BatchPlan
-from smoldata_tui.ui.exit_status import tui_exit_status
+from smoldata_tui.ui.exit_status import has_terminal, tui_exit_status
 from smoldata_tui.ui.apps.live import LiveApp, _run_guarded
 
 
@@ -31,7 +31,7 @@ def batch_exit_status(app: BatchApp) -> int:
 
 
 def run_batch_live(plan: BatchPlan) -> int:
-    if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
+    if not has_terminal():
         print("smoldata-tui run: needs a terminal; pass --headless for text output", file=sys.stderr)
         return 2
     app = BatchApp(plan)

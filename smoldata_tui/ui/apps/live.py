@@ -24,7 +24,7 @@ from smoldata_tui.tasks import TaskError, load_task_set
 from smoldata_tui.trace.text import neutralize
 from smoldata_tui.ui.apps.navigation import Navigation
 from smoldata_tui.ui.screens.palette import ScreenCommands
-from smoldata_tui.ui.exit_status import signal_exit_status, tui_exit_status
+from smoldata_tui.ui.exit_status import has_terminal, signal_exit_status, tui_exit_status
 from smoldata_tui.ui.gc_tuning import QuietCollector
 from smoldata_tui.ui.theme_text import ReadableTheme
 
@@ -198,7 +198,7 @@ def run_home(tasks_root: str | None = None, runs: str = "runs") -> int:
         except TaskError as exc:
             print(f"smoldata-tui --tasks: {neutralize(str(exc))}", file=sys.stderr)
             return 2
-    if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
+    if not has_terminal():
         print("smoldata-tui: needs a terminal (see smoldata-tui --help for the commands)", file=sys.stderr)
         return 2
     app = LiveApp(tasks_root=Path(tasks_root) if tasks_root else None, runs=Path(runs))
@@ -207,7 +207,7 @@ def run_home(tasks_root: str | None = None, runs: str = "runs") -> int:
 
 
 def run_live(spec: EpisodeSpec) -> int:
-    if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
+    if not has_terminal():
         print("smoldata-tui run: needs a terminal; pass --headless for text output", file=sys.stderr)
         spec.endpoint.close()
         return 2

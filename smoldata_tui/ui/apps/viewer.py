@@ -11,7 +11,7 @@ from textual.app import App
 
 from smoldata_tui.ui.apps.navigation import Navigation
 from smoldata_tui.ui.screens.palette import ScreenCommands
-from smoldata_tui.ui.exit_status import tui_exit_status
+from smoldata_tui.ui.exit_status import has_terminal, tui_exit_status
 from smoldata_tui.ui.gc_tuning import QuietCollector
 from smoldata_tui.ui.theme_text import ReadableTheme
 
@@ -80,7 +80,7 @@ def run_replay(path: str, *, follow: bool = False, speed: float | None = None) -
         print(f"smoldata-tui replay: {exc}", file=sys.stderr)
         return 2
     # Textual draws on stderr and reads keys from stdin: both must be a terminal.
-    if not (sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()):
+    if not has_terminal():
         print("smoldata-tui replay: needs a terminal; use `smoldata-tui check` for text output", file=sys.stderr)
         return 2
     app = ReplayApp(target, follow=follow, speed=speed)

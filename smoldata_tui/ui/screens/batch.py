@@ -6,7 +6,6 @@ sandbox. When the batch has ended the grid stays with each task's pass@k; `e` op
 from __future__ import annotations
 
 import threading
-import time
 
 from rich.text import Text
 from textual.app import ComposeResult

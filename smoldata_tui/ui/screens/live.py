@@ -190,7 +190,6 @@ class LiveScreen(Screen[None]):
             return
         if message.state in ("done", "failed", "skipped"):
             ended[message.name] = message.state
-        style = _STATE_STYLE.get(message.state, "")
         if message.state in ("started", "progress"):
             self._stage_started.setdefault(message.name, time.monotonic() - message.elapsed_s)
         else:
