@@ -8,12 +8,13 @@ results as JSON Lines or as a table (``check_table.py``), ``--summary``, ``--gro
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import TextIO
 
 import orjson
 
-from smoldata_tui.fleet.check import Checked, check_all, list_traces
+from smoldata_tui.fleet.check import Checked, check_all, lasting_objects, list_traces
 
 # The totals and the printers are imported where they are used: a re-run that the cache answers
 # whole analyses nothing, and its start-up is most of its time.
@@ -41,7 +42,8 @@ def run_check(
     use_cache: bool = True,
 ) -> int:
     out = out or sys.stdout
-    traces = list_traces(paths)
+    with lasting_objects():
+        traces = list_traces(paths)
     binary = getattr(out, "buffer", None)
     results: list[Checked] = []
     for result in check_all(traces, as_json=as_json, with_metadata=summary or groups, use_cache=use_cache):
@@ -83,6 +85,7 @@ def run_check(
             from smoldata_tui.commands.check_groups import print_groups
 
             print_groups(found_groups, out=out)
+    gc.unfreeze()  # what lasting_objects froze lived as long as this command
     return exit_status(results, strict=strict)
 
 
