@@ -43,7 +43,7 @@ def run_check(
 ) -> int:
     out = out or sys.stdout
     with lasting_objects():
-        traces = list_traces(paths)
+        traces = list_traces(paths, use_cache=use_cache and as_json)
     binary = getattr(out, "buffer", None)
     results: list[Checked] = []
     for result in check_all(traces, as_json=as_json, with_metadata=summary or groups, use_cache=use_cache):

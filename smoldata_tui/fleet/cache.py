@@ -99,7 +99,7 @@ def tool_version() -> str:
     return f"{__version__}:{CACHE_FORMAT}+" + ",".join(sources)
 
 
-def _file_name(folder: str) -> str:
+def file_name(folder: str) -> str:
     """The cache file's name for a folder. zlib's two checksums, not hashlib's: loading OpenSSL
     was a fortieth of a cached re-run. Two folders that share a name share a file, whose
     ``folder`` field tells them apart: a lost entry, never a wrong one."""
@@ -113,7 +113,7 @@ class SummaryCache:
     def __init__(self, folder: Path, cache_dir: Path | None = None, *, kind: str = "fleet") -> None:
         folder = Path(os.path.abspath(folder))
         self.folder = folder
-        self.path = (cache_dir or user_cache_dir(kind)) / f"{_file_name(str(folder))}.json"
+        self.path = (cache_dir or user_cache_dir(kind)) / f"{file_name(str(folder))}.json"
         self.version = tool_version()
         self.entries: dict[str, tuple[Key, EpisodeSummary, bytes | None]] = {}
         self.dirty = False
@@ -179,16 +179,23 @@ class SummaryCache:
             entries[path] = [list(key), summary.to_row(), len(lines) if line is not None else -1, len(line or b"")]
             lines += line or b""
         payload = orjson.dumps({"version": self.version, "folder": str(self.folder), "entries": entries}) + b"\n" + lines
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=".fleet-", suffix=".tmp", dir=self.path.parent)
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(payload)
-            os.replace(temporary, self.path)
-        except OSError:
-            return
-        self.dirty = False
-        _keep_newest(self.path.parent, MAX_CACHE_FILES)
+        if write_cache_file(self.path, payload):
+            self.dirty = False
+
+
+def write_cache_file(path: Path, payload: bytes) -> bool:
+    """Write atomically, then keep only the newest files of its kind; False when it could not be
+    written (which only costs the next start its speed)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".fleet-", suffix=".tmp", dir=path.parent)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(payload)
+        os.replace(temporary, path)
+    except OSError:
+        return False
+    _keep_newest(path.parent, MAX_CACHE_FILES)
+    return True
 
 
 def _keep_newest(directory: Path, count: int) -> None:

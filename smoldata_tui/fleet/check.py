@@ -64,13 +64,17 @@ def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[str]
     return [listed.path for listed in list_traces(arguments, err)]
 
 
-def list_traces(arguments: list[str], err: TextIO | None = None) -> list[Listed]:
+def list_traces(arguments: list[str], err: TextIO | None = None, *, use_cache: bool = False) -> list[Listed]:
     """Files as given; directories expand to their traces by the fleet table's rules
     (:func:`~smoldata_tui.fleet.listing.walk_traces`: recursive, sorted, hidden names skipped,
     each file once). Only regular files are read: a FIFO or a device named as an argument is a
     usage error, one found in a directory is skipped with a line on ``err`` (reading it would
-    block, or never end).
+    block, or never end). ``use_cache``: folders unchanged since the last listing are not read
+    again (``listing_memory.py``).
     """
+    walk = walk_traces
+    if use_cache:
+        from smoldata_tui.fleet.listing_memory import walk_remembered as walk
     if not arguments:
         raise UsageError("give at least one trace file or directory")
     traces: list[Listed] = []
@@ -78,7 +82,7 @@ def list_traces(arguments: list[str], err: TextIO | None = None) -> list[Listed]
         path = Path(argument)
         if path.is_dir():
             found = []
-            for trace in walk_traces(argument):
+            for trace in walk(argument):
                 if trace.special is not None:
                     print(f"smoldata-tui check: skipped {trace.path}: {trace.special}, not a regular file", file=err or sys.stderr)
                 else:

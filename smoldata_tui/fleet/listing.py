@@ -22,8 +22,10 @@ tree that holds symbolic links to traces pays a ``stat`` per trace, to list each
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
+from smoldata_tui.fleet.cache import SETTLE_S
 from smoldata_tui.store.metadata import is_trace_name
 from smoldata_tui.trace.file_kind import kind_of
 
@@ -37,21 +39,51 @@ class TraceFile:
     link: bool = False  # a symbolic link
 
 
-def walk_traces(root: str) -> list[TraceFile]:
-    """Every trace below ``root`` by the rules above, spelt as ``root`` + ``/`` + relative path."""
+# A folder as last listed: (mtime_ns, inode, its names, its sub-folders, its traces), by its path
+# within the root ("" for the root): see fleet/listing_memory.py.
+Folders = dict
+
+
+def walk_traces(root: str, known: Folders | None = None, remember: Folders | None = None) -> list[TraceFile]:
+    """Every trace below ``root`` by the rules above, spelt as ``root`` + ``/`` + relative path.
+
+    ``remember``: each folder's listing is put there; ``known``: the listings a previous walk put
+    there. A known folder whose mtime and inode are unchanged is not read again: creating,
+    removing or renaming a name in a folder changes its mtime. A folder that holds a link or a
+    special file is never remembered (where a link leads can change without its folder changing),
+    nor one changed within SETTLE_S seconds (a change in the same clock tick keeps its mtime).
+    """
     found: list[tuple[tuple[str, ...], TraceFile]] = []
     links = False
+    settled_before = time.time_ns() - int(SETTLE_S * 1e9)
 
     def visit(directory: str, parts: tuple[str, ...]) -> None:
         nonlocal links
+        # (os.path.join, one call per entry, was a third of listing a big fleet)
+        prefix = (directory if directory.endswith("/") else directory + "/") if directory else ""
+        if remember is not None:
+            relative = "/".join(parts)
+            try:
+                info = os.stat(directory or ".")  # before reading it: a later change is a later mtime
+            except OSError:
+                return
+            last = known.get(relative) if known else None
+            if last is not None and last[0] == info.st_mtime_ns and last[1] == info.st_ino:
+                remember[relative] = last
+                names = frozenset(last[2])
+                for name in last[4]:
+                    found.append((parts + (name,), TraceFile(prefix + name, "/".join(parts + (name,)), names)))
+                for name in last[3]:
+                    visit(prefix + name, parts + (name,))
+                return
         try:
             with os.scandir(directory or ".") as entries:
                 listed = list(entries)
         except OSError:
             return
         names = frozenset(entry.name for entry in listed)
-        # (os.path.join, one call per entry, was a third of listing a big fleet)
-        prefix = (directory if directory.endswith("/") else directory + "/") if directory else ""
+        folders: list[str] = []
+        plain: list[str] | None = []  # its regular trace files, while it holds no link or special file
         for entry in listed:
             name = entry.name
             if name.startswith("."):
@@ -59,8 +91,9 @@ def walk_traces(root: str) -> list[TraceFile]:
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
-                is_dir = False
+                is_dir, plain = False, None
             if is_dir:
+                folders.append(name)
                 visit(prefix + name, parts + (name,))
                 continue
             if not is_trace_name(name):
@@ -71,18 +104,24 @@ def walk_traces(root: str) -> list[TraceFile]:
                 if entry.is_symlink():
                     trace.link = links = True
                     mode = os.stat(path).st_mode  # where it leads
+                    plain = None
                 elif entry.is_file(follow_symlinks=False):
                     mode = None
+                    if plain is not None:
+                        plain.append(name)
                 else:
                     mode = entry.stat(follow_symlinks=False).st_mode
+                    plain = None
             except OSError:
-                mode = None  # broken, a loop, or gone meanwhile: listed, its read says why
+                mode, plain = None, None  # broken, a loop, or gone meanwhile: listed, its read says why
             if mode is not None:
                 kind = kind_of(mode)
                 if kind == "a directory":
                     continue  # a link to a folder: not followed
                 trace.special = kind
             found.append((parts + (name,), trace))
+        if remember is not None and plain is not None and info.st_mtime_ns < settled_before:
+            remember[relative] = (info.st_mtime_ns, info.st_ino, sorted(names), folders, plain)
 
     visit("" if root == "." else root, ())
     found.sort(key=lambda item: item[0])
