@@ -5,7 +5,9 @@ the replay model and the real graders. Every test ends with the server holding n
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -161,6 +163,41 @@ def test_a_network_drop_mid_run_loses_and_duplicates_nothing(tmp_path, local_day
     assert result.error is None, result.error
     assert result.grade.env_reward == 1.0
     assert any("connection lost" in m for m in messages(recorder)), messages(recorder)
+    assert call_sequence(result.trace_path.read_bytes()) == call_sequence(reference.trace_path.read_bytes())
+    assert local_daytona.sandbox_ids() == []
+
+
+def _kill_a_log_read(log_name: str = "opencode.jsonl", within_s: float = 10.0) -> list[int]:
+    """SIGKILL the shells of the log reads in flight (``read_appended``'s script, run in the sandbox),
+    as a loaded sandbox did in a CI run: their exec answers with an empty result."""
+    deadline, killed = time.monotonic() + within_s, []
+    while not killed and time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if command.startswith("bash") and "stat -c %s" in command and log_name in command:
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    killed.append(int(entry.name))
+                except OSError:
+                    pass
+        time.sleep(0.02)
+    return killed
+
+
+def test_a_log_read_killed_in_the_sandbox_is_asked_again_and_loses_nothing(tmp_path, local_daytona, passing_run):
+    reference = passing_run.result
+    killed: list[int] = []
+    kill = once_events_arrive(local_daytona, lambda _sandbox_id: killed.extend(_kill_a_log_read()))
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", during=kill)
+    assert killed, "no log read was in flight to kill"
+    assert result.error is None, result.error
+    assert result.grade.env_reward == 1.0
+    assert any("cut short a read" in m for m in messages(recorder)), messages(recorder)
     assert call_sequence(result.trace_path.read_bytes()) == call_sequence(reference.trace_path.read_bytes())
     assert local_daytona.sandbox_ids() == []
 

@@ -29,6 +29,7 @@ T = TypeVar("T")
 _log = logging.getLogger(__name__)
 GOOD_STATES = frozenset({"started", "starting"})
 MAX_APPENDED = 4 << 20
+GARBLED_READS = 3  # tries of a log read whose reply is not what its script prints
 # Past the retry deadline (--timeout ran out: recovering calls and grading), what a call may still
 # spend on retries: the episode's grading floor, no more.
 LATE_RETRY_BUDGET_S = 30.0
@@ -270,20 +271,27 @@ class DaytonaSandbox:
         """The bytes of ``path`` from ``offset`` on, waiting in the sandbox up to ``wait_s`` for some
         to appear: the agent's log crosses the network once, as it grows."""
         command = shell.read_appended(path, offset, limit, wait_s)
-        try:
-            # Only a waiting read may be cut short by a cancel: the last read must complete.
-            reply = self._run("following the log", lambda: self._sandbox.process.exec(command, timeout=int(wait_s) + 60),
-                              interruptible=wait_s > 0)  # fmt: skip
-        except Cancelled:
-            return b""  # the caller is stopping the agent; it reads the rest afterwards
-        text = reply.result or ""
-        self.wire_bytes += len(text)
-        parsed = shell.parse_appended(text)
-        if parsed is None:
+        for attempt in range(1, GARBLED_READS + 1):
+            try:
+                # Only a waiting read may be cut short by a cancel: the last read must complete.
+                reply = self._run("following the log", lambda: self._sandbox.process.exec(command, timeout=int(wait_s) + 60),
+                                  interruptible=wait_s > 0)  # fmt: skip
+            except Cancelled:
+                return b""  # the caller is stopping the agent; it reads the rest afterwards
+            text = reply.result or ""
+            self.wire_bytes += len(text)
+            parsed = shell.parse_appended(text)
+            if parsed is not None:
+                break
             # A sandbox being stopped kills the read mid-reply (often an empty one): say that, not this.
-            problem = SandboxError(f"unexpected reply while following {path}: {text.strip()[-200:]!r}")
+            problem = SandboxError(f"unexpected reply while following {path} (exit code {reply.exit_code}, "
+                                   f"{attempt} tries): {text.strip()[-200:]!r}")  # fmt: skip
             self._raise_if_lost(problem)
-            raise problem
+            if attempt == GARBLED_READS:
+                raise problem
+            # The read only asks from ``offset`` on: asking again loses and repeats nothing. A loaded
+            # sandbox can kill the read's own shell (an empty reply) while the agent runs on.
+            self.notify(f"the sandbox cut short a read of {path} (exit code {reply.exit_code}): reading it again")
         size, data = parsed
         if len(data) > limit:  # the agent may have replaced head(1)
             raise SandboxError(f"the sandbox sent {len(data)} bytes of {path} where at most {limit} were asked for")
