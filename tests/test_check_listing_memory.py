@@ -48,6 +48,12 @@ def age(folder, seconds=3600):
 
 
 @pytest.fixture
+def settled_at_once(monkeypatch):
+    """Folders count as settled as soon as they are listed (a test's were all made just now)."""
+    monkeypatch.setattr(listing, "SETTLE_S", 0)
+
+
+@pytest.fixture
 def folders_read(tmp_path, monkeypatch):
     """The folders of tmp_path/fleet that os.scandir is asked to read."""
     read = []
@@ -63,7 +69,7 @@ def folders_read(tmp_path, monkeypatch):
     return read
 
 
-def test_a_rerun_reads_only_the_folders_that_changed(tmp_path, folders_read):
+def test_a_rerun_reads_only_the_folders_that_changed(tmp_path, folders_read, settled_at_once):
     folder = tmp_path / "fleet"
     traces = write_fleet(folder, 30, seed=7, max_steps=3, output_bytes=100)
     age(folder)
@@ -83,24 +89,32 @@ def test_a_rerun_reads_only_the_folders_that_changed(tmp_path, folders_read):
     assert str(traces[5]) not in paths(again)
 
 
-def test_a_folder_changed_just_before_it_was_listed_is_not_remembered(tmp_path, folders_read):
-    # A name added in the same clock tick as the listing leaves the folder's mtime as it was: a
-    # folder changed within the last seconds is read again next time, whatever its mtime says.
+def test_a_folder_changed_just_before_it_was_listed_is_read_again(tmp_path, folders_read):
+    # A name added in the same clock tick as the listing would leave the folder's ctime as it
+    # was: a folder changed within the last 2 s is not remembered, so the next run reads it.
     folder = tmp_path / "fleet"
-    traces = write_fleet(folder, 3, seed=8, max_steps=3, output_bytes=100)
-    age(folder)
-    episode = traces[1].parent
-    os.utime(episode)  # changed now
+    write_fleet(folder, 3, seed=8, max_steps=3, output_bytes=100)
     check(folder)
+    folders_read.clear()
+    check(folder)
+    assert len(folders_read) == 4  # the fleet and its 3 episodes, all made just now
+
+
+def test_setting_a_folders_mtime_back_does_not_hide_a_new_trace(tmp_path, folders_read, settled_at_once):
+    folder = tmp_path / "fleet"
+    traces = write_fleet(folder, 3, seed=11, max_steps=3, output_bytes=100)
+    age(folder)
+    check(folder)
+    episode = traces[1].parent
     info = episode.stat()
     shutil.copy(SAMPLES / "clean_pass.jsonl", episode / "late.jsonl")
-    os.utime(episode, ns=(info.st_atime_ns, info.st_mtime_ns))  # the same tick
+    os.utime(episode, ns=(info.st_atime_ns, info.st_mtime_ns))  # as an archive tool restores it
     folders_read.clear()
     assert str(episode / "late.jsonl") in paths(check(folder))
     assert folders_read == [str(episode)]
 
 
-def test_a_folder_that_holds_a_link_is_always_read(tmp_path):
+def test_a_folder_that_holds_a_link_is_always_read(tmp_path, settled_at_once):
     # Where a link leads can change without its folder changing: here its target becomes a
     # folder, which the listing never follows.
     folder = tmp_path / "fleet"
@@ -119,7 +133,7 @@ def test_a_folder_that_holds_a_link_is_always_read(tmp_path):
     assert again == check(folder, use_cache=False)
 
 
-def test_a_damaged_listing_file_is_ignored(tmp_path, cache_home):
+def test_a_damaged_listing_file_is_ignored(tmp_path, cache_home, settled_at_once):
     folder = tmp_path / "fleet"
     write_fleet(folder, 4, seed=10, max_steps=3, output_bytes=100)
     age(folder)
@@ -134,3 +148,18 @@ def test_a_damaged_listing_file_is_ignored(tmp_path, cache_home):
     assert check(folder) == expected
     memory.write_bytes(b"{not json")
     assert check(folder) == expected
+
+
+def test_a_folder_whose_permissions_changed_is_read_again(tmp_path, folders_read, settled_at_once):
+    # Permissions can change without a name changing (a folder made unreadable, which a run
+    # without the cache cannot list): the folder is read again, not answered from memory. (The
+    # tests run as root, who reads any folder: what counts here is that it is read.)
+    folder = tmp_path / "fleet"
+    traces = write_fleet(folder, 3, seed=12, max_steps=3, output_bytes=100)
+    age(folder)
+    check(folder)
+    episode = traces[2].parent
+    episode.chmod(0o700)
+    folders_read.clear()
+    check(folder)
+    assert folders_read == [str(episode)]

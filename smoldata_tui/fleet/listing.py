@@ -39,7 +39,7 @@ class TraceFile:
     link: bool = False  # a symbolic link
 
 
-# A folder as last listed: (mtime_ns, inode, its names, its sub-folders, its traces), by its path
+# A folder as last listed: (ctime_ns, inode, its names, its sub-folders, its traces), by its path
 # within the root ("" for the root): see fleet/listing_memory.py.
 Folders = dict
 
@@ -48,10 +48,11 @@ def walk_traces(root: str, known: Folders | None = None, remember: Folders | Non
     """Every trace below ``root`` by the rules above, spelt as ``root`` + ``/`` + relative path.
 
     ``remember``: each folder's listing is put there; ``known``: the listings a previous walk put
-    there. A known folder whose mtime and inode are unchanged is not read again: creating,
-    removing or renaming a name in a folder changes its mtime. A folder that holds a link or a
+    there. A known folder whose change time (ctime) and inode are unchanged is not read again:
+    creating, removing or renaming a name in a folder changes its ctime, and so does a chmod or
+    setting its mtime back (which the mtime alone would not show). A folder that holds a link or a
     special file is never remembered (where a link leads can change without its folder changing),
-    nor one changed within SETTLE_S seconds (a change in the same clock tick keeps its mtime).
+    nor one changed within SETTLE_S seconds (a change in the same clock tick keeps its ctime).
     """
     found: list[tuple[tuple[str, ...], TraceFile]] = []
     links = False
@@ -64,11 +65,11 @@ def walk_traces(root: str, known: Folders | None = None, remember: Folders | Non
         if remember is not None:
             relative = "/".join(parts)
             try:
-                info = os.stat(directory or ".")  # before reading it: a later change is a later mtime
+                info = os.stat(directory or ".")  # before reading it: a later change is a later ctime
             except OSError:
                 return
             last = known.get(relative) if known else None
-            if last is not None and last[0] == info.st_mtime_ns and last[1] == info.st_ino:
+            if last is not None and last[0] == info.st_ctime_ns and last[1] == info.st_ino:
                 remember[relative] = last
                 names = frozenset(last[2])
                 for name in last[4]:
@@ -120,8 +121,8 @@ def walk_traces(root: str, known: Folders | None = None, remember: Folders | Non
                     continue  # a link to a folder: not followed
                 trace.special = kind
             found.append((parts + (name,), trace))
-        if remember is not None and plain is not None and info.st_mtime_ns < settled_before:
-            remember[relative] = (info.st_mtime_ns, info.st_ino, sorted(names), folders, plain)
+        if remember is not None and plain is not None and info.st_ctime_ns < settled_before:
+            remember[relative] = (info.st_ctime_ns, info.st_ino, sorted(names), folders, plain)
 
     visit("" if root == "." else root, ())
     found.sort(key=lambda item: item[0])

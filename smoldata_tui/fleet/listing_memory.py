@@ -1,5 +1,5 @@
 """The folders of a fleet as ``check`` last listed them, kept between runs: a re-run reads again
-only the folders whose mtime changed, and asks the others one ``stat`` each instead of listing
+only the folders that changed (their ctime), and asks the others one ``stat`` each instead of listing
 them (reading 10,000 episode folders was a quarter of a cached re-run's time).
 
 One file per folder checked, beside the check cache:
