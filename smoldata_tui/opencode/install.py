@@ -276,8 +276,8 @@ def _install(version: str, root: Path, say: Progress) -> Path:
         shutil.rmtree(staging, ignore_errors=True)  # gone already after a successful rename
 
 
-def _npm_install(npm: str, spec: str, prefix: Path, say: Progress) -> None:
-    command = [npm, "install", "--prefix", str(prefix), spec, "--no-audit", "--no-fund", "--loglevel=error"]
+def _npm_install(npm: str, spec: str, prefix: Path, say: Progress, extra: tuple[str, ...] = ()) -> None:
+    command = [npm, "install", "--prefix", str(prefix), spec, "--no-audit", "--no-fund", "--loglevel=error", *extra]
     # npm gets its own process group so that we, not the terminal, decide when it dies: on
     # Ctrl-C, a timeout or any error we kill the whole group (npm runs the postinstall in a child).
     with tempfile.TemporaryFile() as errors:

@@ -61,6 +61,7 @@ from smoldata_tui.opencode.config import (
     setup_shell,
 )
 from smoldata_tui.masking import masked_config
+from smoldata_tui.opencode.plugin_deps import ensure_plugin_deps
 from smoldata_tui.opencode.install import checked_version, resolve_opencode
 from smoldata_tui.session.opencode_env_harness import (
     HarnessUnavailable,
@@ -201,11 +202,13 @@ class Episode:
         elif spec.backend == "local":
             with self._stage("install OpenCode", result) as say:
                 binary = resolve_opencode(spec.opencode_bin, spec.opencode_version, progress=say)
+                self._opencode_version = checked_version(binary)  # the file bound into the sandbox, asked once
+                deps = ensure_plugin_deps(self._opencode_version, progress=say) if self._opencode_version else None
             # A host-side, first-use install (npm, minutes) is not part of the episode's time.
             self._deadline = time.monotonic() + spec.timeout_s
             with self._stage("create sandbox", result):
-                self._sandbox, self._opencode = create_local(binary, timeout_s=spec.timeout_s, metadata=metadata)
-                self._opencode_version = checked_version(binary)  # the file bound into the sandbox, asked once
+                self._sandbox, self._opencode = create_local(binary, timeout_s=spec.timeout_s, metadata=metadata,
+                                                             plugin_deps=deps)  # fmt: skip
                 result.metadata.sandbox = sandbox_record(self._sandbox)
         elif spec.backend == "daytona":
             with self._stage("create sandbox", result) as say:

@@ -16,23 +16,36 @@ from pathlib import Path
 
 from smoldata_tui.sandbox.protocol import exec_repeatable
 from smoldata_tui.opencode.install import resolve_opencode
+from smoldata_tui.opencode.plugin_deps import home_binds, home_files
 
 HOME = "/root"  # the environment's sandbox_home
 OPENCODE_IN_HOME = f"{HOME}/.opencode/bin/opencode"
 Progress = Callable[[str], None]
 
 
-def create_local(binary: Path, *, timeout_s: float, metadata: dict[str, str]) -> tuple[object, str]:
+def create_local(binary: Path, *, timeout_s: float, metadata: dict[str, str],
+                 plugin_deps: Path | None = None) -> tuple[object, str]:  # fmt: skip
+    """``plugin_deps``: OpenCode's plugin package installed once (opencode/plugin_deps.py), given to
+    the home's config folder so that OpenCode does not install it again in this sandbox."""
     from smoldata_tui.sandbox import LocalSandboxBackend
 
+    binds = home_binds(plugin_deps, HOME) if plugin_deps is not None else []
     if binary.name == "opencode":
         # Only bin/ is bound (read-only): OpenCode writes its own files into ~/.opencode.
-        backend = LocalSandboxBackend(binds=[(binary.parent, f"{HOME}/.opencode/bin")])
+        backend = LocalSandboxBackend(binds=[(binary.parent, f"{HOME}/.opencode/bin"), *binds])
         opencode = "opencode"
     else:
-        backend = LocalSandboxBackend(binds=[(binary.parent, "/opt/opencode")])
+        backend = LocalSandboxBackend(binds=[(binary.parent, "/opt/opencode"), *binds])
         opencode = f"/opt/opencode/{binary.name}"
-    return backend.create(timeout_s=timeout_s + 600, metadata=metadata), opencode
+    sandbox = backend.create(timeout_s=timeout_s + 600, metadata=metadata)
+    if plugin_deps is not None:
+        try:
+            for path, text in home_files(plugin_deps, HOME).items():
+                sandbox.write_text(path, text)
+        except BaseException:
+            sandbox.kill()
+            raise
+    return sandbox, opencode
 
 
 def create_local_like_image(binary: Path, *, timeout_s: float, metadata: dict[str, str]):

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from smoldata_tui.opencode.plugin_deps import home_files
+from smoldata_tui.sandbox.layout import HOME as SANDBOX_HOME
 from smoldata_tui.sandbox.host_python import DEFAULT_PATH, host_python_path
 from smoldata_tui.sandbox import SandboxError
 from tests.daytona_local.builds import ImageBuild
@@ -124,8 +126,12 @@ class ControlPlane:
         # image is of a kind that has only its own (server.IMAGE_KINDS).
         path = host_python_path() if kind is None else NO_PYTHON_PATH if kind == "no-python" else DEFAULT_PATH
         envs = {"PATH": path, **dict(params.get("env") or {})}
-        return backend.create(timeout_s=ttl_minutes * 60 or None, envs=envs,
-                              metadata={"daytona_name": params.get("name") or ""})  # fmt: skip
+        sandbox = backend.create(timeout_s=ttl_minutes * 60 or None, envs=envs,
+                                 metadata={"daytona_name": params.get("name") or ""})  # fmt: skip
+        if with_opencode and self.server.plugin_deps is not None and self.server.opencode_bin_dir is not None:
+            for path, text in home_files(self.server.plugin_deps, SANDBOX_HOME).items():
+                sandbox.write_text(path, text)
+        return sandbox
 
     async def get(self, request: web.Request) -> web.Response:
         record = self._found(request)

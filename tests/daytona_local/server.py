@@ -22,6 +22,7 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from smoldata_tui.opencode.plugin_deps import ensure_plugin_deps, home_binds
 from smoldata_tui.sandbox.host_python import host_python_binds
 from smoldata_tui.sandbox import LocalSandboxBackend
 from tests.daytona_local import builds, control_plane, toolbox, toolbox_files
@@ -34,7 +35,8 @@ DEFAULT_IMAGES_WITH_OPENCODE = frozenset({"docker.io/savatar101/env-data-agent-t
 # image, its own externally managed /usr/bin/python3 and nothing else (no host Python, no openenv,
 # no `python`); "no-python" is that without any Python. Images not named get the host's Python.
 IMAGE_KINDS = ("plain", "no-python")
-OPENCODE_BIN = "/root/.opencode/bin"  # where opencode_env installs OpenCode and looks for it
+SANDBOX_HOME = "/root"  # the environment's sandbox_home
+OPENCODE_BIN = f"{SANDBOX_HOME}/.opencode/bin"  # where opencode_env installs OpenCode and looks for it
 _START_TIMEOUT_S = 10
 _SHUTDOWN_TIMEOUT_S = 5  # handlers still running at stop (a followed log) get this long to finish
 _POOL_THREADS = 32  # sandbox creates, kills, execs and file reads in flight at once
@@ -50,6 +52,11 @@ class LocalDaytona:
         image_kinds: dict[str, str] | None = None,
     ) -> None:
         self.opencode_bin_dir = Path(opencode_bin_dir) if opencode_bin_dir is not None else None
+        # An image with OpenCode also has OpenCode's plugin package in its config folders, as one whose
+        # build started OpenCode once would: its sandboxes skip the npm install OpenCode makes in a
+        # fresh home (~10 s of CPU each, on this machine). OpenCode's cache holds it per version.
+        self.plugin_deps = (ensure_plugin_deps(self.opencode_bin_dir.parent.name)
+                            if self.opencode_bin_dir is not None else None)  # fmt: skip
         self.images_with_opencode = set(images_with_opencode)
         self.image_kinds = dict(image_kinds or {})
         if not set(self.image_kinds.values()) <= set(IMAGE_KINDS):
@@ -152,6 +159,8 @@ class LocalDaytona:
         with self.state.lock:
             if (with_opencode, kind) not in self._backends:
                 binds = [(self.opencode_bin_dir, OPENCODE_BIN)] if with_opencode else []
+                if with_opencode and self.plugin_deps is not None:
+                    binds += home_binds(self.plugin_deps, SANDBOX_HOME)
                 if kind is None:
                     binds += host_python_binds()
                 elif kind == "no-python":  # its PATH has /usr/bin's commands but python*: none is found

@@ -1,0 +1,91 @@
+"""OpenCode's own plugin package, installed once per version instead of once per episode.
+
+At every start OpenCode makes sure its config folder (``~/.config/opencode``) holds
+``@opencode-ai/plugin`` at its own version: in a fresh home (every episode's) it writes a
+``package.json`` and runs an npm install there (27 packages, 64 MB, from the npm registry), which
+kept OpenCode busy for about 10 s of CPU in every episode it ran here. Its home in a sandbox of the
+environment starts as empty, so OpenCode does the same there.
+
+Here the same install is made once per OpenCode version, into the OpenCode cache
+(``<cache>/plugin-<version>``, ``--ignore-scripts``), and a local sandbox gets it as OpenCode would
+have left it: its ``node_modules`` bound read-only (the agent cannot change what later episodes
+load) and copies of ``package.json``, ``package-lock.json`` and ``.gitignore``. OpenCode finds its
+dependency satisfied and installs nothing. Without npm, or offline, nothing is prepared and OpenCode
+installs the package itself, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from smoldata_tui.opencode.config import config_path
+from smoldata_tui.opencode.install import OpenCodeInstallError, _install_lock, _npm_install, opencode_cache_dir
+
+PLUGIN_PACKAGE = "@opencode-ai/plugin"
+#: What OpenCode 1.18 writes beside the install (its .gitignore) and what npm leaves to copy.
+GITIGNORE = "node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore"
+COPIED_FILES = ("package.json", "package-lock.json", ".gitignore")
+_DONE = ".complete"
+
+Progress = Callable[[str], None]
+
+
+def plugin_deps_dir(version: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    return opencode_cache_dir(cache_dir) / f"plugin-{version}"
+
+
+def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None = None,
+                       progress: Progress | None = None) -> Path | None:  # fmt: skip
+    """The folder holding ``@opencode-ai/plugin`` ``version`` as OpenCode installs it, made on
+    first use; None (with a note) when it cannot be made: OpenCode then installs it itself."""
+    say = progress or (lambda line: None)
+    target = plugin_deps_dir(version, cache_dir)
+    if (target / _DONE).is_file():
+        return target
+    npm = shutil.which("npm")
+    if npm is None:
+        say(f"no npm: OpenCode will install {PLUGIN_PACKAGE} itself, in the sandbox")
+        return None
+    root = target.parent
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with _install_lock(root / f".plugin-{version}.lock", say):
+            if (target / _DONE).is_file():  # made by another process while we waited
+                return target
+            staging = Path(tempfile.mkdtemp(prefix=f".plugin-{version}.partial-", dir=root))
+            try:
+                say(f"installing {PLUGIN_PACKAGE}@{version} once (OpenCode would in every episode)…")
+                _npm_install(npm, f"{PLUGIN_PACKAGE}@{version}", staging, say,
+                             extra=("--save-exact", "--ignore-scripts"))  # fmt: skip
+                (staging / ".gitignore").write_text(GITIGNORE)
+                (staging / _DONE).write_text(version)
+                shutil.rmtree(target, ignore_errors=True)  # a partial one, from before the marker existed
+                os.rename(staging, target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    except (OSError, OpenCodeInstallError) as exc:
+        say(f"could not install {PLUGIN_PACKAGE}@{version} ({exc}): OpenCode will install it itself, in the sandbox")
+        return None
+    return target
+
+
+def config_folders(home: str) -> tuple[str, ...]:
+    """The folders OpenCode installs its plugin package into, in a home where opencode_env's layout
+    puts the binary: ``~/.config/opencode`` and ``~/.opencode`` (it reads both)."""
+    return (posixpath.dirname(config_path(home)), f"{home}/.opencode")
+
+
+def home_binds(deps: Path, home: str) -> list[tuple[Path, str]]:
+    """Read-only binds that give each of those folders the installed packages."""
+    return [(deps / "node_modules", f"{folder}/node_modules") for folder in config_folders(home)]
+
+
+def home_files(deps: Path, home: str) -> dict[str, str]:
+    """The small files OpenCode checks beside ``node_modules``, by sandbox path: written into the home."""
+    texts = {name: (deps / name).read_text() for name in COPIED_FILES}
+    return {f"{folder}/{name}": text for folder in config_folders(home) for name, text in texts.items()}

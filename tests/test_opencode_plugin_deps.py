@@ -1,0 +1,71 @@
+"""OpenCode's plugin package is installed once per version, not by OpenCode in every episode: the
+real OpenCode in a real bubblewrap sandbox finds it in both config folders it reads, read-only, and
+runs no npm of its own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smoldata_tui.opencode.plugin_deps import PLUGIN_PACKAGE, ensure_plugin_deps, plugin_deps_dir
+from smoldata_tui.trace.build import TraceBuilder
+
+from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_local import run_episode, sandboxes  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.usefixtures("opencode_bin")
+
+# Run by the agent after OpenCode has been up for seconds: its own install would have begun by then
+# (it starts at once, and npm makes ~/.npm on its first request).
+PROBE = (
+    "sleep 4; for d in /root/.config/opencode /root/.opencode; do "
+    "if touch $d/node_modules/.probe 2>/dev/null; then echo \"$d writable\"; else echo \"$d read-only\"; fi; "
+    "test -f $d/node_modules/@opencode-ai/plugin/package.json && echo \"$d has the plugin\"; done; "
+    "test -e /root/.npm && echo 'npm ran' || echo 'no npm'"
+)
+
+
+def _probing_recording(folder):
+    builder = TraceBuilder()
+    builder.step_start()
+    builder.bash(PROBE, "")
+    builder.step_finish("tool-calls")
+    builder.step_start()
+    builder.text("done")
+    builder.step_finish("stop")
+    path = folder / "probe.jsonl"
+    path.write_bytes(builder.dumps())
+    return path
+
+
+def _bash_outputs(trace) -> list[str]:
+    outputs = []
+    for line in trace.read_bytes().splitlines():
+        event = json.loads(line)
+        if event.get("type") == "tool_use":
+            outputs.append(event["part"]["state"].get("output", ""))
+    return outputs
+
+
+def test_opencode_in_a_local_episode_finds_its_plugin_package_and_installs_nothing(tmp_path, sandboxes):  # noqa: F811
+    from smoldata_tui.opencode.install import DEFAULT_OPENCODE_VERSION
+
+    result, _recorder = run_episode("sales-top-region", f"replay:{_probing_recording(tmp_path)}", tmp_path / "runs",
+                                    capture=False)  # fmt: skip
+    (output,) = _bash_outputs(result.trace_path)
+    for folder in ("/root/.config/opencode", "/root/.opencode"):
+        assert f"{folder} read-only" in output, output  # the agent cannot change what later episodes load
+        assert f"{folder} has the plugin" in output, output
+    assert "no npm" in output, output
+    deps = plugin_deps_dir(DEFAULT_OPENCODE_VERSION, sandboxes.parent / "opencode")
+    package = json.loads((deps / "package.json").read_text())
+    assert package == {"dependencies": {PLUGIN_PACKAGE: DEFAULT_OPENCODE_VERSION}}  # what OpenCode writes
+
+
+def test_without_npm_nothing_is_prepared_and_the_reason_is_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    notes: list[str] = []
+    assert ensure_plugin_deps("9.9.9", cache_dir=tmp_path / "cache", progress=notes.append) is None
+    assert notes == [f"no npm: OpenCode will install {PLUGIN_PACKAGE} itself, in the sandbox"]
+    assert not plugin_deps_dir("9.9.9", tmp_path / "cache").exists()
