@@ -69,3 +69,43 @@ def test_without_npm_nothing_is_prepared_and_the_reason_is_said(tmp_path, monkey
     assert ensure_plugin_deps("9.9.9", cache_dir=tmp_path / "cache", progress=notes.append) is None
     assert notes == [f"no npm: OpenCode will install {PLUGIN_PACKAGE} itself, in the sandbox"]
     assert not plugin_deps_dir("9.9.9", tmp_path / "cache").exists()
+
+
+FAILING_NPM = """#!/bin/sh
+echo "$$" >> "{log}"
+sleep "${{FAKE_NPM_SECONDS:-0}}"
+echo "npm error code ENOTFOUND" >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def failing_npm(tmp_path, monkeypatch):
+    """An npm that cannot reach its registry (first on PATH); returns the file it logs each start to."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "npm.log"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text(FAILING_NPM.format(log=log))
+    (bin_dir / "npm").chmod(0o755)
+    log.touch()
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    return log
+
+
+def test_an_offline_npm_is_asked_once_an_hour_not_at_every_episode(tmp_path, failing_npm):
+    notes: list[str] = []
+    assert ensure_plugin_deps("9.9.9", cache_dir=tmp_path / "cache", progress=notes.append) is None
+    assert "registry is unreachable" in notes[-1] and "OpenCode will install it itself" in notes[-1], notes
+    assert ensure_plugin_deps("9.9.9", cache_dir=tmp_path / "cache", progress=notes.append) is None
+    assert "less than an hour ago" in notes[-1] and "registry is unreachable" in notes[-1], notes
+    assert len(failing_npm.read_text().splitlines()) == 1  # the second episode did not wait on npm
+    assert not plugin_deps_dir("9.9.9", tmp_path / "cache").exists()
+
+
+def test_an_npm_that_hangs_is_given_up_on(tmp_path, failing_npm, monkeypatch):
+    from smoldata_tui.opencode import plugin_deps
+
+    monkeypatch.setenv("FAKE_NPM_SECONDS", "60")
+    monkeypatch.setattr(plugin_deps, "NPM_TIMEOUT_S", 1.0)
+    notes: list[str] = []
+    assert ensure_plugin_deps("9.9.9", cache_dir=tmp_path / "cache", progress=notes.append) is None
+    assert "did not finish within 1 s" in notes[-1], notes

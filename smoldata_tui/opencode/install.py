@@ -276,7 +276,8 @@ def _install(version: str, root: Path, say: Progress) -> Path:
         shutil.rmtree(staging, ignore_errors=True)  # gone already after a successful rename
 
 
-def _npm_install(npm: str, spec: str, prefix: Path, say: Progress, extra: tuple[str, ...] = ()) -> None:
+def _npm_install(npm: str, spec: str, prefix: Path, say: Progress, extra: tuple[str, ...] = (),
+                 timeout_s: float = NPM_TIMEOUT_S) -> None:  # fmt: skip
     command = [npm, "install", "--prefix", str(prefix), spec, "--no-audit", "--no-fund", "--loglevel=error", *extra]
     # npm gets its own process group so that we, not the terminal, decide when it dies: on
     # Ctrl-C, a timeout or any error we kill the whole group (npm runs the postinstall in a child).
@@ -289,7 +290,7 @@ def _npm_install(npm: str, spec: str, prefix: Path, say: Progress, extra: tuple[
             start_new_session=True,
         )
         try:
-            _wait_with_progress(proc, prefix, say)
+            _wait_with_progress(proc, prefix, say, timeout_s)
         except BaseException:
             _kill_group(proc)
             raise
@@ -299,7 +300,7 @@ def _npm_install(npm: str, spec: str, prefix: Path, say: Progress, extra: tuple[
             raise OpenCodeInstallError(_explain_npm_failure(spec, proc.returncode, message))
 
 
-def _wait_with_progress(proc: subprocess.Popen, prefix: Path, say: Progress) -> None:
+def _wait_with_progress(proc: subprocess.Popen, prefix: Path, say: Progress, timeout_s: float = NPM_TIMEOUT_S) -> None:
     started = time.monotonic()
     while True:
         try:
@@ -307,8 +308,8 @@ def _wait_with_progress(proc: subprocess.Popen, prefix: Path, say: Progress) -> 
             return
         except subprocess.TimeoutExpired:
             elapsed = time.monotonic() - started
-            if elapsed > NPM_TIMEOUT_S:
-                raise OpenCodeInstallError(f"npm install did not finish within {NPM_TIMEOUT_S:.0f} s") from None
+            if elapsed > timeout_s:
+                raise OpenCodeInstallError(f"npm install did not finish within {timeout_s:.0f} s") from None
             # npm prints nothing while it works; the growing node_modules is the only sign of life.
             unpacked = _tree_size(prefix)
             doing = f"{unpacked / 1e6:.0f} MB unpacked" if unpacked > 1e6 else "downloading"

@@ -20,10 +20,12 @@ import os
 import posixpath
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from smoldata_tui.opencode.config import config_path
+from smoldata_tui.trace.text import clip
 from smoldata_tui.opencode.install import OpenCodeInstallError, _install_lock, _npm_install, opencode_cache_dir
 
 PLUGIN_PACKAGE = "@opencode-ai/plugin"
@@ -31,6 +33,8 @@ PLUGIN_PACKAGE = "@opencode-ai/plugin"
 GITIGNORE = "node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore"
 COPIED_FILES = ("package.json", "package-lock.json", ".gitignore")
 _DONE = ".complete"
+NPM_TIMEOUT_S = 120.0  # 4 s here; past this, npm is waiting on a registry it cannot reach
+RETRY_AFTER_S = 3600.0  # after a failure, episodes go on without asking npm again for an hour
 
 Progress = Callable[[str], None]
 
@@ -52,6 +56,11 @@ def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None
         say(f"no npm: OpenCode will install {PLUGIN_PACKAGE} itself, in the sandbox")
         return None
     root = target.parent
+    failed = root / f".plugin-{version}.failed"  # an offline machine must not wait on npm every episode
+    if _recent(failed):
+        say(f"{PLUGIN_PACKAGE}@{version} could not be installed less than an hour ago "
+            f"({_first_line(failed)}): OpenCode will install it itself, in the sandbox")  # fmt: skip
+        return None
     try:
         root.mkdir(parents=True, exist_ok=True)
         with _install_lock(root / f".plugin-{version}.lock", say):
@@ -61,7 +70,7 @@ def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None
             try:
                 say(f"installing {PLUGIN_PACKAGE}@{version} once (OpenCode would in every episode)…")
                 _npm_install(npm, f"{PLUGIN_PACKAGE}@{version}", staging, say,
-                             extra=("--save-exact", "--ignore-scripts"))  # fmt: skip
+                             extra=("--save-exact", "--ignore-scripts"), timeout_s=NPM_TIMEOUT_S)  # fmt: skip
                 (staging / ".gitignore").write_text(GITIGNORE)
                 (staging / _DONE).write_text(version)
                 shutil.rmtree(target, ignore_errors=True)  # a partial one, from before the marker existed
@@ -69,9 +78,29 @@ def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     except (OSError, OpenCodeInstallError) as exc:
-        say(f"could not install {PLUGIN_PACKAGE}@{version} ({exc}): OpenCode will install it itself, in the sandbox")
+        reason = clip(" ".join(str(exc).split()), 300)
+        try:
+            failed.write_text(reason + "\n")
+        except OSError:
+            pass
+        say(f"could not install {PLUGIN_PACKAGE}@{version} ({reason}): OpenCode will install it itself, in the sandbox")
         return None
+    failed.unlink(missing_ok=True)
     return target
+
+
+def _recent(marker: Path) -> bool:
+    try:
+        return time.time() - marker.stat().st_mtime < RETRY_AFTER_S
+    except OSError:
+        return False
+
+
+def _first_line(marker: Path) -> str:
+    try:
+        return marker.read_text(errors="replace").splitlines()[0]
+    except (OSError, IndexError):
+        return "no reason kept"
 
 
 def config_folders(home: str) -> tuple[str, ...]:
