@@ -161,7 +161,9 @@ def main() -> int:
     print()
     table_cold, table_cached = results["(c) table, cold"][0], results["(c) table, from the cache"][0]
     checks = [
+        # issue 27 item 3: first rows <= 0.5 s and every row <= 3 s cold (the earlier 0.3 s is kept)
         ("first rows, cold (table)", table_cold["first"] - table_cold["mounted"], 0.3, "s"),
+        ("every row, cold (table)", table_cold["all"] - table_cold["mounted"], 3.0, "s"),
         # every row on screen, from the cache, before the listing has confirmed them
         ("reopen, every row shown", table_cached["shown"] - table_cached["mounted"], 1.0, "s"),
         # ... and every row confirmed by listing the folder (what a refresh costs)
