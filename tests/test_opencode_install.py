@@ -154,6 +154,15 @@ def test_an_installed_binary_is_started_once_to_check_it_until_its_file_changes(
     assert len(fake_npm.read_text().splitlines()) == 2
 
 
+def _signal_state(pid: int) -> str:
+    """The blocked, ignored and caught signal masks of a process (/proc/PID/status)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return f"unknown ({exc})"
+    return ", ".join(line.replace("\t", " ") for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+
+
 def test_interrupted_install_leaves_no_cache_and_no_npm(tmp_path, fake_npm, monkeypatch):
     monkeypatch.setenv("FAKE_NPM_SECONDS", "60")
     cache = tmp_path / "cache"
@@ -162,8 +171,13 @@ def test_interrupted_install_leaves_no_cache_and_no_npm(tmp_path, fake_npm, monk
     while not fake_npm.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     npm_pid = int(fake_npm.read_text().split()[0])
+    signals = _signal_state(proc.pid)  # what the installer does with SIGINT, said if it never ends
     proc.send_signal(signal.SIGINT)  # Ctrl-C
-    _, stderr = proc.communicate(timeout=20)
+    try:
+        _, stderr = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError(f"the installer went on after SIGINT; before it: {signals}") from None
     assert proc.returncode != 0 and "KeyboardInterrupt" in stderr
     with pytest.raises(ProcessLookupError):
         os.kill(npm_pid, 0)  # npm was killed with us, not left downloading

@@ -217,7 +217,7 @@ def test_a_cancelled_episode_keeps_its_training_record_and_stops_the_proxy(tmp_p
 
     threading.Thread(target=cancel_inside_the_sleep, daemon=True).start()
     result = episode.run()
-    assert result.status == "cancelled" and processes_matching(marker) == []
+    assert result.status == "cancelled" and processes_matching(marker) == [], result.error
     capture = json.loads(result.metadata_path.read_text())["capture"]
     assert capture["level"] == "tokens" and capture["training_turns"] == 1, json.dumps(capture)  # the running call
     trace = load_training_trace(result.trace_path.parent / "run.training.json")
