@@ -172,7 +172,7 @@ def _install_locked(version: str, binary: Path, cache_dir, say: Progress) -> Pat
     root = opencode_cache_dir(cache_dir)
     try:
         root.mkdir(parents=True, exist_ok=True)
-        with _install_lock(root / f".{version}.lock", say):
+        with install_lock(root / f".{version}.lock", say):
             # Another process may have installed it while we waited for the lock.
             if binary_version(binary) == version:
                 return binary
@@ -250,7 +250,7 @@ def _install(version: str, root: Path, say: Progress) -> Path:
     try:
         say(f"downloading {spec} from npm…")
         started = time.monotonic()
-        _npm_install(npm, spec, staging / "npm", say)
+        npm_install(npm, spec, staging / "npm", say)
         binary = _take_binary(staging, version)
         size_mb = binary.stat().st_size / 1e6
         (staging / "install.json").write_text(
@@ -276,7 +276,7 @@ def _install(version: str, root: Path, say: Progress) -> Path:
         shutil.rmtree(staging, ignore_errors=True)  # gone already after a successful rename
 
 
-def _npm_install(npm: str, spec: str, prefix: Path, say: Progress, extra: tuple[str, ...] = (),
+def npm_install(npm: str, spec: str, prefix: Path, say: Progress, extra: tuple[str, ...] = (),
                  timeout_s: float = NPM_TIMEOUT_S) -> None:  # fmt: skip
     command = [npm, "install", "--prefix", str(prefix), spec, "--no-audit", "--no-fund", "--loglevel=error", *extra]
     # npm gets its own process group so that we, not the terminal, decide when it dies: on
@@ -355,7 +355,8 @@ def _remove_leftovers(root: Path, version: str) -> None:
 
 
 @contextmanager
-def _install_lock(path: Path, say: Progress) -> Iterator[None]:
+def install_lock(path: Path, say: Progress) -> Iterator[None]:
+    """One installer at a time per ``path`` (flock: across processes, and threads with their own handle)."""
     with open(path, "a+b") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from smoldata_tui.opencode.config import config_path
 from smoldata_tui.trace.text import clip
-from smoldata_tui.opencode.install import OpenCodeInstallError, _install_lock, _npm_install, opencode_cache_dir
+from smoldata_tui.opencode.install import OpenCodeInstallError, install_lock, npm_install, opencode_cache_dir
 
 PLUGIN_PACKAGE = "@opencode-ai/plugin"
 #: What OpenCode 1.18 writes beside the install (its .gitignore) and what npm leaves to copy.
@@ -63,13 +63,13 @@ def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None
         return None
     try:
         root.mkdir(parents=True, exist_ok=True)
-        with _install_lock(root / f".plugin-{version}.lock", say):
+        with install_lock(root / f".plugin-{version}.lock", say):
             if (target / _DONE).is_file():  # made by another process while we waited
                 return target
             staging = Path(tempfile.mkdtemp(prefix=f".plugin-{version}.partial-", dir=root))
             try:
                 say(f"installing {PLUGIN_PACKAGE}@{version} once (OpenCode would in every episode)…")
-                _npm_install(npm, f"{PLUGIN_PACKAGE}@{version}", staging, say,
+                npm_install(npm, f"{PLUGIN_PACKAGE}@{version}", staging, say,
                              extra=("--save-exact", "--ignore-scripts"), timeout_s=NPM_TIMEOUT_S)  # fmt: skip
                 (staging / ".gitignore").write_text(GITIGNORE)
                 (staging / _DONE).write_text(version)
