@@ -109,3 +109,10 @@ def test_an_npm_that_hangs_is_given_up_on(tmp_path, failing_npm, monkeypatch):
     notes: list[str] = []
     assert ensure_plugin_deps("9.9.9", cache_dir=tmp_path / "cache", progress=notes.append) is None
     assert "did not finish within 1 s" in notes[-1], notes
+
+
+def test_a_version_that_is_not_one_is_never_a_path(tmp_path):
+    notes: list[str] = []
+    assert ensure_plugin_deps("../../elsewhere", cache_dir=tmp_path / "cache", progress=notes.append) is None
+    assert "OpenCode will install" in notes[-1]
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "elsewhere").exists()

@@ -56,7 +56,7 @@ PROGRESS_EVERY_S = 2.0
 
 # A version goes into a path and an npm spec: an exact version only (a dist-tag such as
 # "latest" names a different version over time, so it cannot key a cache).
-_VERSION_SHAPE = re.compile(r"^[0-9][0-9A-Za-z.+_-]*$")
+VERSION_SHAPE = re.compile(r"^[0-9][0-9A-Za-z.+_-]*$")
 
 Progress = Callable[[str], None]
 
@@ -230,7 +230,7 @@ def run_opencode_cli(action: str, version: str | None = None) -> int:
 
 
 def _checked_version(version: str) -> str:
-    if not isinstance(version, str) or not _VERSION_SHAPE.match(version) or ".." in version:
+    if not isinstance(version, str) or not VERSION_SHAPE.match(version) or ".." in version:
         raise OpenCodeInstallError(
             f"{version!r} is not an exact OpenCode version (expected e.g. {DEFAULT_OPENCODE_VERSION})"
         )

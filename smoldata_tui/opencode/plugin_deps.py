@@ -26,7 +26,7 @@ from pathlib import Path
 
 from smoldata_tui.opencode.config import config_path
 from smoldata_tui.trace.text import clip
-from smoldata_tui.opencode.install import OpenCodeInstallError, install_lock, npm_install, opencode_cache_dir
+from smoldata_tui.opencode.install import VERSION_SHAPE, OpenCodeInstallError, install_lock, npm_install, opencode_cache_dir
 
 PLUGIN_PACKAGE = "@opencode-ai/plugin"
 #: What OpenCode 1.18 writes beside the install (its .gitignore) and what npm leaves to copy.
@@ -48,6 +48,9 @@ def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None
     """The folder holding ``@opencode-ai/plugin`` ``version`` as OpenCode installs it, made on
     first use; None (with a note) when it cannot be made: OpenCode then installs it itself."""
     say = progress or (lambda line: None)
+    if not VERSION_SHAPE.fullmatch(version):  # what a given --opencode-bin said it is: not a path
+        say(f"OpenCode says its version is {clip(version, 60)!r}: OpenCode will install {PLUGIN_PACKAGE} itself")
+        return None
     target = plugin_deps_dir(version, cache_dir)
     if (target / _DONE).is_file():
         return target
