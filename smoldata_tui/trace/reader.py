@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 _CR = b"\r"
-HUGE_LINE_BYTES = 32 << 20  # longer lines are streamed past, not held (real lines are far shorter)
+HUGE_LINE_BYTES = 8 << 20  # longer lines are streamed past, not held: the live app runs several readers of one trace at once
 HUGE_PREFIX_BYTES = 1 << 20  # what is kept of such a line: enough to decide its verdict exactly
 
 
@@ -53,6 +53,17 @@ class HugeLine:
     def finish(self) -> None:
         self._check(b"", final=True)
         self._decoder = None
+
+
+def _head(pieces: list[bytes], size: int) -> bytes:
+    """The first ``size`` bytes of the pieces' concatenation, without joining them all."""
+    head, taken = [], 0
+    for piece in pieces:
+        head.append(piece[: size - taken])
+        taken += len(head[-1])
+        if taken >= size:
+            break
+    return b"".join(head)
 
 
 def may_hold_extra_breaks(data: bytes) -> bool:
@@ -126,14 +137,16 @@ class LineFramer:
         self._pending.append(piece)
         self._pending_size += len(piece)
         if self._pending_size > HUGE_LINE_BYTES and self._huge_check is not None and not self._held_whole:
-            held = b"".join(self._pending)
-            decided, error = self._huge_check(held[:HUGE_PREFIX_BYTES])
+            # Never joined whole here: a join would hold the line twice (64 MiB per reader of a
+            # 1 GiB log, and the live screen runs several readers of one trace at once).
+            decided, error = self._huge_check(_head(self._pending, HUGE_PREFIX_BYTES))
             if not decided:
-                self._held_whole = True
-                self._pending = [held]
+                self._held_whole = True  # its pieces are joined once, when the line ends
                 return
-            self._huge = HugeLine(0, b"", error=error)  # from here on only its head is kept
-            self._huge.take(held)
+            huge = HugeLine(0, b"", error=error)  # from here on only its head is kept
+            for held in self._pending:
+                huge.take(held)
+            self._huge = huge
             self._pending, self._pending_size = [], 0
 
     def _take_huge(self, last_piece: bytes) -> HugeLine:
