@@ -88,7 +88,10 @@ def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None
             pass
         say(f"could not install {PLUGIN_PACKAGE}@{version} ({reason}): OpenCode will install it itself, in the sandbox")
         return None
-    failed.unlink(missing_ok=True)
+    try:
+        failed.unlink(missing_ok=True)
+    except OSError:
+        pass  # only a note for later episodes: it ages out within the hour
     return target
 
 
