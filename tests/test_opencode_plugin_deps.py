@@ -9,9 +9,9 @@ import json
 import pytest
 
 from smoldata_tui.opencode.plugin_deps import PLUGIN_PACKAGE, ensure_plugin_deps, plugin_deps_dir
-from smoldata_tui.trace.build import TraceBuilder
 
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_caps import one_call_recording
 from .test_episode_local import run_episode, sandboxes  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("opencode_bin")
@@ -26,19 +26,6 @@ PROBE = (
 )
 
 
-def _probing_recording(folder):
-    builder = TraceBuilder()
-    builder.step_start()
-    builder.bash(PROBE, "")
-    builder.step_finish("tool-calls")
-    builder.step_start()
-    builder.text("done")
-    builder.step_finish("stop")
-    path = folder / "probe.jsonl"
-    path.write_bytes(builder.dumps())
-    return path
-
-
 def _bash_outputs(trace) -> list[str]:
     outputs = []
     for line in trace.read_bytes().splitlines():
@@ -51,7 +38,7 @@ def _bash_outputs(trace) -> list[str]:
 def test_opencode_in_a_local_episode_finds_its_plugin_package_and_installs_nothing(tmp_path, sandboxes):  # noqa: F811
     from smoldata_tui.opencode.install import DEFAULT_OPENCODE_VERSION
 
-    result, _recorder = run_episode("sales-top-region", f"replay:{_probing_recording(tmp_path)}", tmp_path / "runs",
+    result, _recorder = run_episode("sales-top-region", f"replay:{one_call_recording(tmp_path, PROBE)}", tmp_path / "runs",
                                     capture=False)  # fmt: skip
     (output,) = _bash_outputs(result.trace_path)
     for folder in ("/root/.config/opencode", "/root/.opencode"):
