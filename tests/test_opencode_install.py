@@ -65,7 +65,11 @@ def fake_npm(tmp_path, monkeypatch):
 
 
 def installer(cache: Path, version: str) -> subprocess.Popen:
+    # Ctrl-C as a terminal delivers it: a suite started in the background (`pytest &` in a script)
+    # runs with SIGINT ignored, which every child inherits and Python then leaves ignored; that
+    # made the interrupt test fail in some workers (its failure message showed SigIgn 0x...1006).
     code = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from smoldata_tui.opencode.install import ensure_opencode\n"
         f"print(ensure_opencode({version!r}, cache_dir={str(cache)!r}, progress=lambda line: print(line, flush=True)))"
     )
