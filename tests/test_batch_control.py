@@ -10,26 +10,20 @@ import threading
 import time
 
 from smoldata_tui.session.batch import Batch, BatchPlan
-from smoldata_tui.session.episode import EpisodeSpec
-from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.tasks import load_task
 
 from .conftest import SAMPLES
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import sandboxes  # noqa: F401 - a fixture
 from .test_tasks_load import write_task
+from .test_ui_batch import replay_batch_plan
 
 
 def _plan(tmp_path, attempts: int, concurrency: int) -> BatchPlan:
     task = load_task(write_task(tmp_path / "tasks", "slow-fail", files={
         "environment/pull_bucket.py": "import sys, time\ntime.sleep(1.5)\nsys.exit('the bucket is gone')\n"}))  # fmt: skip
-
-    def endpoint():
-        return open_endpoint(model=f"replay:{SAMPLES / 'clean_pass.jsonl'}")
-
-    template = EpisodeSpec(task=task, endpoint=endpoint(), save_dir=tmp_path / "runs", capture=False, timeout_s=120)
-    template.endpoint.close()
-    return BatchPlan([task], attempts=attempts, concurrency=concurrency, template=template, open_endpoint=endpoint)
+    return replay_batch_plan(task, SAMPLES / "clean_pass.jsonl", tmp_path / "runs", attempts=attempts,
+                             concurrency=concurrency, timeout_s=120)  # fmt: skip
 
 
 class Watcher:

@@ -26,6 +26,16 @@ from .test_ui_live import wait_for
 pytestmark = pytest.mark.usefixtures("opencode_bin")
 
 
+def replay_batch_plan(task, recording, runs, *, attempts: int, concurrency: int, timeout_s: float) -> BatchPlan:
+    """A batch of ``task`` answered by the replay model of ``recording``, without capture."""
+    def endpoint():
+        return open_endpoint(model=f"replay:{recording}")
+
+    template = EpisodeSpec(task=task, endpoint=endpoint(), timeout_s=timeout_s, save_dir=runs, capture=False)
+    template.endpoint.close()
+    return BatchPlan([task], attempts=attempts, concurrency=concurrency, template=template, open_endpoint=endpoint)
+
+
 def cell(grid: BatchScreen, key: str, column: str) -> str:
     return str(grid.table.get_cell(key, column))
 
@@ -34,13 +44,7 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sa
     marker = f"grid-sleeper-{os.getpid()}"  # ours alone: another run of the suite on this machine may sleep too
     recording = _sleeping_recording(tmp_path, marker=marker)
     task = load_task(default_task_root() / "sales-top-region")
-
-    def endpoint():
-        return open_endpoint(model=f"replay:{recording}")
-
-    template = EpisodeSpec(task=task, endpoint=endpoint(), timeout_s=400, save_dir=tmp_path / "runs", capture=False)
-    template.endpoint.close()
-    app = BatchApp(BatchPlan([task], attempts=3, concurrency=2, template=template, open_endpoint=endpoint))
+    app = BatchApp(replay_batch_plan(task, recording, tmp_path / "runs", attempts=3, concurrency=2, timeout_s=400))
     async with app.run_test(size=(160, 40), notifications=True) as pilot:
         grid = app.grid
         assert isinstance(app.screen, BatchScreen)

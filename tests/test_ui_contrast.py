@@ -372,20 +372,14 @@ async def test_a_live_episode_reads_in_every_theme(tmp_path):
 @pytest.mark.usefixtures("opencode_bin", "sandboxes")
 async def test_a_batch_grid_reads_in_every_theme(tmp_path):
     """Two real episodes of a batch (OpenCode in bubblewrap, the replay model), their grid once ended."""
-    from smoldata_tui.replay.model_endpoint import open_endpoint
-    from smoldata_tui.session.batch import BatchPlan
-    from smoldata_tui.session.episode import EpisodeSpec
     from smoldata_tui.tasks import default_task_root, load_task
     from smoldata_tui.ui.apps.batch import BatchApp
 
+    from .test_ui_batch import replay_batch_plan
+
     task = load_task(default_task_root() / "sales-top-region")
-
-    def endpoint():
-        return open_endpoint(model=f"replay:{SAMPLES / 'clean_pass.jsonl'}")
-
-    template = EpisodeSpec(task=task, endpoint=endpoint(), timeout_s=300, save_dir=tmp_path / "runs", capture=False)
-    template.endpoint.close()
-    app = BatchApp(BatchPlan([task], attempts=2, concurrency=2, template=template, open_endpoint=endpoint))
+    app = BatchApp(replay_batch_plan(task, SAMPLES / "clean_pass.jsonl", tmp_path / "runs", attempts=2, concurrency=2,
+                                     timeout_s=300))  # fmt: skip
     app.animation_level = "none"
     async with app.run_test(size=(160, 45)) as pilot:
         grid = app.grid

@@ -29,7 +29,7 @@ from smoldata_tui.trace.text import clip
 from smoldata_tui.opencode.install import VERSION_SHAPE, OpenCodeInstallError, install_lock, npm_install, opencode_cache_dir
 
 PLUGIN_PACKAGE = "@opencode-ai/plugin"
-#: What OpenCode 1.18 writes beside the install (its .gitignore) and what npm leaves to copy.
+#: What OpenCode 1.18.31 and 1.18.33 write beside the install (its .gitignore) and what npm leaves to copy.
 GITIGNORE = "node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore"
 COPIED_FILES = ("package.json", "package-lock.json", ".gitignore")
 _DONE = ".complete"
@@ -120,7 +120,9 @@ def home_binds(deps: Path, home: str) -> list[tuple[Path, str]]:
     return [(deps / "node_modules", f"{folder}/node_modules") for folder in config_folders(home)]
 
 
-def home_files(deps: Path, home: str) -> dict[str, str]:
-    """The small files OpenCode checks beside ``node_modules``, by sandbox path: written into the home."""
+def write_home_files(sandbox, deps: Path, home: str) -> None:
+    """Write the small files OpenCode checks beside ``node_modules`` into a new sandbox's home."""
     texts = {name: (deps / name).read_text() for name in COPIED_FILES}
-    return {f"{folder}/{name}": text for folder in config_folders(home) for name, text in texts.items()}
+    for folder in config_folders(home):
+        for name, text in texts.items():
+            sandbox.write_text(f"{folder}/{name}", text)

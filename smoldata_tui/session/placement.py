@@ -16,7 +16,7 @@ from pathlib import Path
 
 from smoldata_tui.sandbox.protocol import exec_repeatable
 from smoldata_tui.opencode.install import resolve_opencode
-from smoldata_tui.opencode.plugin_deps import home_binds, home_files
+from smoldata_tui.opencode.plugin_deps import home_binds, write_home_files
 
 HOME = "/root"  # the environment's sandbox_home
 OPENCODE_IN_HOME = f"{HOME}/.opencode/bin/opencode"
@@ -40,8 +40,7 @@ def create_local(binary: Path, *, timeout_s: float, metadata: dict[str, str],
     sandbox = backend.create(timeout_s=timeout_s + 600, metadata=metadata)
     if plugin_deps is not None:
         try:
-            for path, text in home_files(plugin_deps, HOME).items():
-                sandbox.write_text(path, text)
+            write_home_files(sandbox, plugin_deps, HOME)
         except BaseException:
             sandbox.kill()
             raise

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from smoldata_tui.opencode.plugin_deps import home_files
+from smoldata_tui.opencode.plugin_deps import write_home_files
 from smoldata_tui.sandbox.layout import HOME as SANDBOX_HOME
 from smoldata_tui.sandbox.host_python import DEFAULT_PATH, host_python_path
 from smoldata_tui.sandbox import SandboxError
@@ -128,9 +128,8 @@ class ControlPlane:
         envs = {"PATH": path, **dict(params.get("env") or {})}
         sandbox = backend.create(timeout_s=ttl_minutes * 60 or None, envs=envs,
                                  metadata={"daytona_name": params.get("name") or ""})  # fmt: skip
-        if with_opencode and self.server.plugin_deps is not None and self.server.opencode_bin_dir is not None:
-            for path, text in home_files(self.server.plugin_deps, SANDBOX_HOME).items():
-                sandbox.write_text(path, text)
+        if with_opencode and self.server.plugin_deps is not None:  # an image that has OpenCode (server.py)
+            write_home_files(sandbox, self.server.plugin_deps, SANDBOX_HOME)
         return sandbox
 
     async def get(self, request: web.Request) -> web.Response:
