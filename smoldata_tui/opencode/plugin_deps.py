@@ -32,7 +32,7 @@ PLUGIN_PACKAGE = "@opencode-ai/plugin"
 #: What OpenCode 1.18.31 and 1.18.33 write beside the install (its .gitignore) and what npm leaves to copy.
 GITIGNORE = "node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore"
 COPIED_FILES = ("package.json", "package-lock.json", ".gitignore")
-_DONE = ".complete"
+DONE_MARKER = ".complete"
 NPM_TIMEOUT_S = 120.0  # 4 s here; past this, npm is waiting on a registry it cannot reach
 RETRY_AFTER_S = 3600.0  # after a failure, episodes go on without asking npm again for an hour
 
@@ -52,7 +52,7 @@ def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None
         say(f"OpenCode says its version is {clip(version, 60)!r}: OpenCode will install {PLUGIN_PACKAGE} itself")
         return None
     target = plugin_deps_dir(version, cache_dir)
-    if (target / _DONE).is_file():
+    if (target / DONE_MARKER).is_file():
         return target
     npm = shutil.which("npm")
     if npm is None:
@@ -67,7 +67,7 @@ def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None
     try:
         root.mkdir(parents=True, exist_ok=True)
         with install_lock(root / f".plugin-{version}.lock", say):
-            if (target / _DONE).is_file():  # made by another process while we waited
+            if (target / DONE_MARKER).is_file():  # made by another process while we waited
                 return target
             staging = Path(tempfile.mkdtemp(prefix=f".plugin-{version}.partial-", dir=root))
             try:
@@ -75,7 +75,7 @@ def ensure_plugin_deps(version: str, *, cache_dir: str | os.PathLike[str] | None
                 npm_install(npm, f"{PLUGIN_PACKAGE}@{version}", staging, say,
                              extra=("--save-exact", "--ignore-scripts"), timeout_s=NPM_TIMEOUT_S)  # fmt: skip
                 (staging / ".gitignore").write_text(GITIGNORE)
-                (staging / _DONE).write_text(version)
+                (staging / DONE_MARKER).write_text(version)
                 shutil.rmtree(target, ignore_errors=True)  # a partial one, from before the marker existed
                 os.rename(staging, target)
             finally:
