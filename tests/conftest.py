@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from .standin_agent import standin_opencode  # noqa: F401 - a fixture every module may ask for
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
 
@@ -30,9 +32,9 @@ def cli():
     return run_cli
 
 
-#: Fixtures of tests that start the real OpenCode (``sandboxes``: a local episode's private cache) or
-#: the local Daytona server: a test asking for one is slow.
-SLOW_FIXTURES = frozenset({"opencode_bin", "sandboxes", "local_daytona"})
+#: Fixtures of tests that start the real OpenCode or its stand-in (``sandboxes``: a local episode's
+#: private cache) or the local Daytona server: a test asking for one is slow.
+SLOW_FIXTURES = frozenset({"opencode_bin", "standin_opencode", "sandboxes", "local_daytona"})
 #: Modules whose tests take seconds without asking for those fixtures: they install and run two
 #: OpenCode versions, wait out the retries of an unreachable Daytona, or draw every screen in every
 #: theme (the contrast sweep: minutes of CPU) or at every surface (one episode, every shape).

@@ -49,12 +49,13 @@ def sandboxes(tmp_path, monkeypatch):
     return private_cache(tmp_path, monkeypatch)
 
 
-def private_cache(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``XDG_CACHE_HOME`` under ``folder`` (so sandboxes land there); the sandboxes' folder."""
+def private_cache(folder: Path, monkeypatch: pytest.MonkeyPatch, opencode_cache: Path | None = None) -> Path:
+    """``XDG_CACHE_HOME`` under ``folder`` (so sandboxes land there); the sandboxes' folder. Its
+    OpenCode cache is a link to ``opencode_cache`` (the stand-in's: ``standin_opencode.parents[2]``),
+    by default to the shared one the opencode_bin fixture installed the real OpenCode into
+    (installing it per test would take minutes)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(folder / "cache"))
-    # OpenCode stays in the shared cache (the opencode_bin fixture put it there): installing it
-    # per test would take minutes.
-    shared = opencode_cache_dir(os.path.join(os.path.expanduser("~"), ".cache", "smoldata-tui", "opencode"))
+    shared = opencode_cache or opencode_cache_dir(os.path.join(os.path.expanduser("~"), ".cache", "smoldata-tui", "opencode"))
     ours = folder / "cache" / "smoldata-tui"
     ours.mkdir(parents=True)
     (ours / "opencode").symlink_to(shared)

@@ -40,6 +40,9 @@ def serve(server: LocalDaytona, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loc
 
 
 @pytest.fixture
-def local_daytona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalDaytona]:
-    yield from serve(LocalDaytona(opencode_bin_dir=cached_opencode_bin_dir(), sandbox_base_dir=tmp_path / "daytona-sandboxes"),
+def local_daytona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, standin_opencode: Path) -> Iterator[LocalDaytona]:
+    """The server, its image holding the stand-in OpenCode (tests/standin_agent) where the real
+    image holds OpenCode: tests through it are about our Daytona code, not about OpenCode
+    (tests/test_standin_agent.py holds the stand-in to the real binary)."""
+    yield from serve(LocalDaytona(opencode_bin_dir=standin_opencode.parent, sandbox_base_dir=tmp_path / "daytona-sandboxes"),
                      monkeypatch)  # fmt: skip
