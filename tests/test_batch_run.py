@@ -1,9 +1,10 @@
-"""Batches end to end through the command line, with real parts: the real OpenCode in bubblewrap
-(or in the local Daytona server's sandboxes, through the real SDK), a scripted endpoint where every
+"""Batches end to end through the command line, with real parts: OpenCode in bubblewrap (or in the
+local Daytona server's sandboxes, through the real SDK), a scripted endpoint where every
 second session of a task answers wrong (tests/scripted_endpoint.py), the real sample tasks and
 graders. The issue's judging: 2 tasks × 2 attempts at concurrency 4 → 4 graded, per task 1 of 2
 passed, pass@1 0.5, pass@2 1.0, each saved trace's verdict the seed rule's, the key in no saved
-file, nothing left running."""
+file, nothing left running. Every test runs the stand-in OpenCode (tests/standin_agent), locally and
+in the Daytona server's image: they are about our batch code, not about OpenCode."""
 
 from __future__ import annotations
 
@@ -22,11 +23,9 @@ from smoldata_tui.trace.seed_rule import seed_outcome
 
 from .conftest import ROOT
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .scripted_endpoint import ScriptedEndpoint, answer_recording, correct_answer
 from .test_episode_local import processes_matching
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 KEY = "sk-batch-secret-5b7e1c0d9a"
 TASKS = ("sales-top-region", "employees-median-salary")
 
@@ -44,16 +43,15 @@ def endpoint():
     server.close()
 
 
-def batch_command(tmp_path: Path, endpoint: ScriptedEndpoint, *extra: str) -> tuple[list[str], dict]:
+def batch_command(tmp_path: Path, endpoint: ScriptedEndpoint, opencode_cache: Path, *extra: str) -> tuple[list[str], dict]:
+    """The batch's command and environment; its OpenCode cache is a link to ``opencode_cache``."""
     command = [sys.executable, "-m", "smoldata_tui", "run", *[arg for name in TASKS for arg in ("--task", name)],
                "--attempts", "2", "--concurrency", "4", "--model", "replay", "--save", str(tmp_path / "runs"),
                "--timeout", "400", "--headless", *extra]  # fmt: skip
     env = {**os.environ, "NO_COLOR": "1", "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT),
            "SANDBOX_VLLM_URL": endpoint.url, "SANDBOX_VLLM_KEY": KEY}  # fmt: skip
-    # OpenCode stays in the shared cache (installed once by the opencode_bin fixture).
-    shared = os.path.join(os.path.expanduser("~"), ".cache", "smoldata-tui", "opencode")
     (tmp_path / "cache" / "smoldata-tui").mkdir(parents=True)
-    (tmp_path / "cache" / "smoldata-tui" / "opencode").symlink_to(shared)
+    (tmp_path / "cache" / "smoldata-tui" / "opencode").symlink_to(opencode_cache)
     return command, env
 
 
@@ -90,24 +88,24 @@ def assert_judged(done: subprocess.CompletedProcess, endpoint: ScriptedEndpoint,
     return summary
 
 
-def test_two_tasks_two_attempts_at_concurrency_four_locally(tmp_path, endpoint):
-    command, env = batch_command(tmp_path, endpoint)
+def test_two_tasks_two_attempts_at_concurrency_four_locally(tmp_path, endpoint, standin_opencode):
+    command, env = batch_command(tmp_path, endpoint, standin_opencode.parents[2])
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert_judged(done, endpoint, tmp_path)
     sandboxes = tmp_path / "cache" / "smoldata-tui" / "sandboxes"
     assert not sandboxes.exists() or list(sandboxes.glob("sbx-*")) == []
 
 
-def test_the_same_on_daytona_with_429s_on_creates(tmp_path, endpoint, local_daytona):
+def test_the_same_on_daytona_with_429s_on_creates(tmp_path, endpoint, local_daytona, standin_opencode):
     local_daytona.fail_next(3, 429, path_contains="/api/sandbox", method="POST")  # the rate limiter refuses creates at first
-    command, env = batch_command(tmp_path, endpoint, "--backend", "daytona", "--no-capture")
+    command, env = batch_command(tmp_path, endpoint, standin_opencode.parents[2], "--backend", "daytona", "--no-capture")
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert_judged(done, endpoint, tmp_path)
     assert local_daytona.sandbox_ids() == []  # every sandbox deleted
     assert sum(1 for method, path, status in local_daytona.requests if status == 429) == 3
 
 
-def test_sigterm_cancels_every_episode_and_releases_every_sandbox(tmp_path):
+def test_sigterm_cancels_every_episode_and_releases_every_sandbox(tmp_path, standin_opencode):
     sleepy = tmp_path / "sleepy.jsonl"
     sleep_s = 300 + (os.getpid() % 997 + 1) / 1000  # `sleep 300.xyz`: this test's agent alone among the host's processes
     marker = f"sleep {sleep_s:g}"
@@ -116,9 +114,8 @@ def test_sigterm_cancels_every_episode_and_releases_every_sandbox(tmp_path):
                "--concurrency", "1", "--model", f"replay:{sleepy}", "--save", str(tmp_path / "runs"),
                "--timeout", "400", "--headless", "--no-capture"]  # fmt: skip
     env = {**os.environ, "NO_COLOR": "1", "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    shared = os.path.join(os.path.expanduser("~"), ".cache", "smoldata-tui", "opencode")
     (tmp_path / "cache" / "smoldata-tui").mkdir(parents=True)
-    (tmp_path / "cache" / "smoldata-tui" / "opencode").symlink_to(shared)
+    (tmp_path / "cache" / "smoldata-tui" / "opencode").symlink_to(standin_opencode.parents[2])
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not processes_matching(marker) and time.monotonic() < deadline:  # the first agent is in its call

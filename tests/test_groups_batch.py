@@ -1,4 +1,5 @@
-"""``check --groups`` on a real batch: the real OpenCode in bubblewrap, the real graders, a scripted
+"""``check --groups`` on a real batch: the stand-in OpenCode (tests/standin_agent: the test is about
+our batch and group code, not OpenCode) in bubblewrap, the real graders, a scripted
 endpoint whose right and wrong attempts are known (tests/scripted_endpoint.py). One task's attempts
 are right, wrong (the same first step, then the same tool with another command) and right with a
 repeated call id (the wrapper rejects its trace); the other task's two attempts are both right."""
@@ -17,11 +18,9 @@ from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace.build import TraceBuilder
 
 from .conftest import ROOT, run_cli
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .scripted_endpoint import ScriptedEndpoint, correct_answer
 from .test_batch_run import KEY, batch_command
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 SPLIT_TASK, SAME_TASK = "sales-top-region", "employees-median-salary"
 LOOK = "ls /home/user/input"
 
@@ -66,8 +65,8 @@ def endpoint():
     server.close()
 
 
-def test_a_real_batchs_groups_have_its_rewards_advantages_rejections_and_first_split(tmp_path, endpoint):
-    command, env = batch_command(tmp_path, endpoint)  # both tasks, run --headless with the scripted endpoint
+def test_a_real_batchs_groups_have_its_rewards_advantages_rejections_and_first_split(tmp_path, endpoint, standin_opencode):
+    command, env = batch_command(tmp_path, endpoint, standin_opencode.parents[2])  # both tasks, run --headless with the scripted endpoint
     command[command.index("--attempts") + 1] = "3"
     command[command.index("--concurrency") + 1] = "2"
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
