@@ -1,7 +1,8 @@
-"""``run --fork EPISODE --at-step N``: the real OpenCode in bubblewrap, the real grader, the real
-capture proxy; the parent is a real OpenCode recording of sales-top-region (4 steps: look, compute
-"West" in python, write it, end). The model from step N on is a replay server in this process that
-logs every request it receives, so the tests see exactly what reached it."""
+"""``run --fork EPISODE --at-step N``: the stand-in OpenCode (tests/standin_agent, which sends
+OpenCode's own recorded requests: these tests are about our fork code) in bubblewrap, the real
+grader, the real capture proxy; the parent is a real OpenCode recording of sales-top-region (4
+steps: look, compute "West" in python, write it, end). The model from step N on is a replay server
+in this process that logs every request it receives, so the tests see exactly what reached it."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from smoldata_tui.replay.server import ReplayServer
 from smoldata_tui.trace.build import TraceBuilder
 
 from .conftest import ROOT, SAMPLES, run_cli
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 
 PARENT = SAMPLES / "real" / "passing_run.jsonl"
 AT_STEP = 3
@@ -81,7 +81,7 @@ def _fork_cli(*args: str, editor: Path | None = None):
 
 
 @pytest.fixture(scope="module")
-def edited_fork(tmp_path_factory, opencode_bin):  # noqa: F811 - the imported fixture
+def edited_fork(tmp_path_factory, standin_opencode):
     folder = tmp_path_factory.mktemp("fork")
     parent = folder / "parent"
     parent.mkdir()
@@ -91,7 +91,7 @@ def edited_fork(tmp_path_factory, opencode_bin):  # noqa: F811 - the imported fi
     try:
         run = _fork_cli("--fork", str(parent), "--at-step", str(AT_STEP), "--edit", "--model", "forked-model",
                         "--base-url", model.base_url, "--api-key", KEY, "--save", str(folder / "runs"),
-                        editor=_editor(folder))  # fmt: skip
+                        "--opencode-bin", str(standin_opencode), editor=_editor(folder))  # fmt: skip
     finally:
         model.close()
     assert run.returncode == 0, run.stderr[-3000:]
@@ -167,10 +167,10 @@ def _other_recording(path: Path) -> Path:
     return path
 
 
-def test_k_forks_of_one_step_are_one_group(tmp_path, opencode_bin):  # noqa: F811
+def test_k_forks_of_one_step_are_one_group(tmp_path, standin_opencode):
     other = _other_recording(tmp_path / "other.jsonl")
     run = _fork_cli("--fork", str(PARENT), "--at-step", str(AT_STEP), "--attempts", "2", "--concurrency", "2",
-                    "--model", f"replay:{other}", "--save", str(tmp_path / "runs"))  # fmt: skip
+                    "--model", f"replay:{other}", "--save", str(tmp_path / "runs"), "--opencode-bin", str(standin_opencode))  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     batch = json.loads(run.stdout.splitlines()[-1])["batch"]
     groups = run_cli("check", "--groups", "--json", batch)

@@ -1,13 +1,13 @@
 """``F`` on a timeline row forks the episode at that row's step: a confirmation naming the step, a
 form with the model (the parent's by default), then a live episode. Pilot drives the real app; the
-fork is a real episode (the real OpenCode in bubblewrap), its model from step 3 on a recording."""
+fork is a real episode (the stand-in OpenCode, tests/standin_agent, in bubblewrap: these tests are
+about our screens and fork code), its model from step 3 on a recording."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
-import pytest
 from textual.widgets import Input
 
 from smoldata_tui.ui.apps.viewer import ReplayApp
@@ -16,15 +16,14 @@ from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.fork_launch import ConfirmFork, ForkForm
 from smoldata_tui.ui.screens.live import LiveScreen
 
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_episode_local import private_cache
 from .test_fork import AT_STEP, PARENT, _other_recording
 from .test_ui_live import live_screen, wait_for
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 
-
-async def test_f_on_a_row_forks_the_episode_at_its_step_live(tmp_path, monkeypatch):
+async def test_f_on_a_row_forks_the_episode_at_its_step_live(tmp_path, monkeypatch, standin_opencode):
     monkeypatch.chdir(tmp_path)  # the fork is saved in ./runs, as `run` saves
+    private_cache(tmp_path, monkeypatch, opencode_cache=standin_opencode.parents[2])  # the form starts cached OpenCode
     parent = tmp_path / "parent"
     parent.mkdir()
     shutil.copy(PARENT, parent / "run.jsonl")
@@ -67,7 +66,7 @@ async def test_f_on_a_row_forks_the_episode_at_its_step_live(tmp_path, monkeypat
     assert result.divergences == []
 
 
-async def test_run_fork_on_the_live_screen_opens_the_diff_when_it_ends(tmp_path):
+async def test_run_fork_on_the_live_screen_opens_the_diff_when_it_ends(tmp_path, standin_opencode):
     from smoldata_tui.session.episode import EpisodeSpec
     from smoldata_tui.replay.fork import load_parent, open_fork_endpoint
     from smoldata_tui.tasks import default_task_root, load_task
@@ -76,7 +75,7 @@ async def test_run_fork_on_the_live_screen_opens_the_diff_when_it_ends(tmp_path)
     other = _other_recording(tmp_path / "other.jsonl")
     endpoint = open_fork_endpoint(load_parent(PARENT), AT_STEP, model=f"replay:{other}")
     spec = EpisodeSpec(task=load_task(default_task_root() / "sales-top-region"), endpoint=endpoint,
-                       save_dir=tmp_path / "runs")  # fmt: skip
+                       save_dir=tmp_path / "runs", opencode_bin=str(standin_opencode))  # fmt: skip
     app = LiveApp(spec)  # what `smoldata-tui run --fork … ` without --headless opens
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen) and app.screen.diff is not None, 120)
