@@ -16,7 +16,6 @@ from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.training.budget import budget_findings, endpoint_context_window, training_budget_line
 
 from .conftest import SAMPLES, run_cli
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 
 
 def trace(tmp_path: Path, *steps: tuple[int, int]) -> Path:
@@ -101,12 +100,12 @@ def test_a_bad_context_window_is_a_usage_error(tmp_path, option, said):
     assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
-@pytest.mark.usefixtures("opencode_bin")
-def test_a_live_run_with_a_small_window_names_the_turns_training_would_cut(tmp_path):
-    """The real OpenCode through the capture proxy, the replay model; its prompts are ~9,000 tokens."""
+def test_a_live_run_with_a_small_window_names_the_turns_training_would_cut(tmp_path, standin_opencode):
+    """The stand-in OpenCode through the capture proxy, the replay model; its prompts (OpenCode's own
+    recorded system prompt and tool schemas) are ~9,000 tokens. The test is about our forecast."""
     done = run_cli("run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'real' / 'passing_run.jsonl'}",
                    "--headless", "--save", str(tmp_path), "--context-window", "9100", "--sampling", "temperature=0.5",
-                   timeout=300)  # fmt: skip
+                   "--opencode-bin", str(standin_opencode), timeout=300)  # fmt: skip
     final = json.loads(done.stdout.splitlines()[-1])
     assert done.returncode == 0, done.stderr[-2000:]
     assert final["context_window"] == 9100 and final["sampling"]["temperature"] == 0.5 and final["sampling"]["top_p"] == 1.0

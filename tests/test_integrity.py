@@ -2,7 +2,8 @@
 files, an answer written without a look at the input data, an answer changed after its last
 check, writes outside the working folder. Traces built with TraceBuilder, the shipped real
 recordings (no false positive), ``check`` counting them, the Episode tab beside the grade, and one
-real episode (the real OpenCode in a bubblewrap sandbox replaying an agent that reads the grader)."""
+real episode (the stand-in OpenCode, tests/standin_agent, in a bubblewrap sandbox replaying an agent
+that reads the grader: the rules are ours, the events OpenCode's)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from smoldata_tui.trace.build import TraceBuilder
 from smoldata_tui.ui.widgets.episode_panel import metadata_text
 
 from .conftest import SAMPLES, run_cli
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 
 HEAD = "head -3 /home/user/input/sales.csv"
 
@@ -139,9 +139,8 @@ def test_the_episode_tab_shows_them_beside_the_grade(tmp_path):
     assert "no rule broken" in metadata_text(metadata, "run.meta.json", [], integrity=trace_integrity_findings(clean)).plain
 
 
-@pytest.mark.usefixtures("opencode_bin")
-def test_a_live_agent_that_reads_the_grader_and_guesses_is_graded_1_and_flagged(tmp_path):
-    """The real OpenCode in a bubblewrap sandbox, through the capture proxy, replaying an agent that
+def test_a_live_agent_that_reads_the_grader_and_guesses_is_graded_1_and_flagged(tmp_path, standin_opencode):
+    """The stand-in OpenCode in a bubblewrap sandbox, through the capture proxy, replaying an agent that
     looks for the grader and writes the answer without reading the data: the grader gives 1.0 and
     the headless line names both rules."""
     builder = TraceBuilder()
@@ -157,7 +156,7 @@ def test_a_live_agent_that_reads_the_grader_and_guesses_is_graded_1_and_flagged(
     recording = tmp_path / "cheat.jsonl"
     recording.write_bytes(builder.dumps())
     done = run_cli("run", "--task", "sales-top-region", "--model", f"replay:{recording}", "--headless",
-                   "--save", str(tmp_path / "runs"), timeout=300)  # fmt: skip
+                   "--save", str(tmp_path / "runs"), "--opencode-bin", str(standin_opencode), timeout=300)  # fmt: skip
     final = json.loads(done.stdout.splitlines()[-1])
     assert done.returncode == 0 and final["grade"]["env_reward"] == 1.0, done.stderr[-2000:]
     assert final["finding_codes"]["integrity_verifier_access"] == 1 and final["finding_codes"]["integrity_answer_unread"] == 1
