@@ -49,6 +49,13 @@ def sandboxes(tmp_path, monkeypatch):
     return private_cache(tmp_path, monkeypatch)
 
 
+@pytest.fixture
+def standin_sandboxes(tmp_path, monkeypatch, standin_opencode):
+    """As ``sandboxes``, with the stand-in OpenCode as the test's cached OpenCode: for tests about our
+    code around the agent, which need none of OpenCode's own behaviour."""
+    return private_cache(tmp_path, monkeypatch, opencode_cache=standin_opencode.parents[2])
+
+
 def private_cache(folder: Path, monkeypatch: pytest.MonkeyPatch, opencode_cache: Path | None = None) -> Path:
     """``XDG_CACHE_HOME`` under ``folder`` (so sandboxes land there); the sandboxes' folder. Its
     OpenCode cache is a link to ``opencode_cache`` (the stand-in's: ``standin_opencode.parents[2]``),

@@ -1,6 +1,7 @@
 """A run whose process died without saving its end (SIGKILL, a crash) is shown as interrupted
 everywhere, and ``smoldata-tui local gc`` removes what it left: its sandbox folder (which holds
-the endpoint key) and processes, and marks its episode interrupted."""
+the endpoint key) and processes, and marks its episode interrupted. The killed run's agent is the
+stand-in OpenCode (tests/standin_agent): the test is about our metadata and gc, not OpenCode."""
 
 from __future__ import annotations
 
@@ -22,8 +23,7 @@ from smoldata_tui.store.owner import owner_record
 from smoldata_tui.replay.model_endpoint import REPLAY_API_KEY
 
 from .conftest import ROOT
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import processes_matching, sandbox_dirs, standin_sandboxes  # noqa: F401 - a fixture
 from .test_episode_local import _sleeping_recording
 from .test_live_exits import AGENT_START_S, _wait_for
 
@@ -98,7 +98,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL, timeout=120)  # fmt: skip
 
 
-def test_after_sigkill_the_episode_reads_interrupted_and_local_gc_cleans_up(tmp_path, sandboxes):  # noqa: F811
+def test_after_sigkill_the_episode_reads_interrupted_and_local_gc_cleans_up(tmp_path, standin_sandboxes):  # noqa: F811
     marker = f"killed-run-{os.getpid()}"
     recording = _sleeping_recording(tmp_path, marker)
     runs = tmp_path / "runs"
@@ -114,7 +114,7 @@ def test_after_sigkill_the_episode_reads_interrupted_and_local_gc_cleans_up(tmp_
         run.wait()
     # The sandbox's processes die with their owner; its folder, with the key, stays behind.
     assert _wait_for(lambda: not processes_matching(marker), 10)
-    [left] = sandbox_dirs(sandboxes)
+    [left] = sandbox_dirs(standin_sandboxes)
     assert any(REPLAY_API_KEY in path.read_text(errors="replace") for path in left.rglob("opencode.json"))
     [meta_path] = runs.glob("*/run.meta.json")
     saved = json.loads(meta_path.read_text())
@@ -134,7 +134,7 @@ def test_after_sigkill_the_episode_reads_interrupted_and_local_gc_cleans_up(tmp_
     done = _cli("local", "gc", "--yes", "--save", str(runs), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"removed {left.name}" in done.stdout
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
     rewritten = json.loads(meta_path.read_text())
     assert rewritten["status"] == "interrupted" and "without saving" in rewritten["stop_reason"]
     again = _cli("local", "gc", "--save", str(runs), cwd=tmp_path)

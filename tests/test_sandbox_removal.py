@@ -1,7 +1,8 @@
 """A sandbox's folder is removed whatever the agent made of it (any depth, past PATH_MAX, 100k
 files, read-only and unreadable folders, symlinks out of it), and one that cannot be removed is
 said: the episode ends in error with a non-zero exit, the next sandbox is created anyway, and
-``local gc`` says what it could not remove instead of crashing."""
+``local gc`` says what it could not remove instead of crashing. The episode's agent is the stand-in
+OpenCode (tests/standin_agent): the test is about our sandbox release, not OpenCode."""
 
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ import pytest
 from smoldata_tui.sandbox import LocalSandboxBackend, registry
 from smoldata_tui.sandbox.layout import remove_tree
 
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import processes_matching, sandbox_dirs, standin_sandboxes  # noqa: F401 - a fixture
 from .test_live_exits import AGENT_START_S, _wait_for
 from .test_sandbox_support import GRACE_S, assert_fully_removed, backend, base_dir  # noqa: F401 - fixtures
 from .test_shared_cache_runs import RUN_S, cli, final_line, start_run, waiting_recording
@@ -149,8 +149,7 @@ def test_a_leftover_that_cannot_be_removed_never_blocks_a_new_sandbox(tmp_path, 
 
 
 @needs_chattr
-@pytest.mark.usefixtures("opencode_bin")
-def test_an_episode_whose_sandbox_cannot_be_removed_ends_in_error(tmp_path, sandboxes):  # noqa: F811
+def test_an_episode_whose_sandbox_cannot_be_removed_ends_in_error(tmp_path, standin_sandboxes):  # noqa: F811
     runs = tmp_path / "runs"
     marker = f"unremovable-{os.getpid()}"
     recording = waiting_recording(tmp_path, marker, also="touch /workdir/stuck;")
@@ -158,7 +157,7 @@ def test_an_episode_whose_sandbox_cannot_be_removed_ends_in_error(tmp_path, sand
     stuck = None
     try:
         assert _wait_for(lambda: processes_matching(f"go-{marker}"), AGENT_START_S)
-        [live] = sandbox_dirs(sandboxes)
+        [live] = sandbox_dirs(standin_sandboxes)
         stuck = live / "root" / "workdir" / "stuck"
         assert _wait_for(stuck.exists, 30)
         subprocess.run(["chattr", "+i", str(stuck)], check=True)
@@ -173,7 +172,7 @@ def test_an_episode_whose_sandbox_cannot_be_removed_ends_in_error(tmp_path, sand
         assert saved["status"] == "error" and saved["error"]["stage"] == "release sandbox"
         assert "could not be removed" in saved["error"]["message"]
         assert not meta_path.with_name("run.lock").exists()
-        assert sandbox_dirs(sandboxes) == [live]  # left for gc, said above
+        assert sandbox_dirs(standin_sandboxes) == [live]  # left for gc, said above
     finally:
         if run.poll() is None:
             run.kill()
@@ -182,4 +181,4 @@ def test_an_episode_whose_sandbox_cannot_be_removed_ends_in_error(tmp_path, sand
             subprocess.run(["chattr", "-i", str(stuck)], check=False)
     collected = cli("local", "gc", "--yes", cwd=tmp_path)
     assert collected.returncode == 0, collected.stdout + collected.stderr
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []

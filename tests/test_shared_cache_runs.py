@@ -1,7 +1,8 @@
 """Runs that share one cache folder from different PID namespaces (containers, CI jobs with one
 home) never take each other's live sandbox or episode for a leftover: liveness is a lock the
 owner holds, not a pid. Each run here is the real CLI, run under ``unshare --pid --fork
---mount-proc`` with the test's XDG_CACHE_HOME, with the real OpenCode in a real sandbox."""
+--mount-proc`` with the test's XDG_CACHE_HOME, with the stand-in OpenCode (tests/standin_agent: the
+tests are about our locks and sweeps, not OpenCode) in a real sandbox."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from smoldata_tui.fleet.check import list_traces
 from smoldata_tui.fleet.work import summarize_episode
 from smoldata_tui.sandbox import LocalSandboxBackend, owner_lock, processes, registry
@@ -22,8 +21,7 @@ from smoldata_tui.store.metadata import effective_status
 from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.trace.build import TraceBuilder
 
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import processes_matching, sandbox_dirs, standin_sandboxes  # noqa: F401 - a fixture
 from .test_live_exits import AGENT_START_S, _wait_for
 
 RUN_S = 240  # from the go file to the saved end: grading and removing the sandbox, on a loaded machine
@@ -101,8 +99,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL, timeout=120)  # fmt: skip
 
 
-@pytest.mark.usefixtures("opencode_bin")
-def test_a_run_in_another_pid_namespace_is_never_taken_for_a_leftover(tmp_path, sandboxes):  # noqa: F811
+def test_a_run_in_another_pid_namespace_is_never_taken_for_a_leftover(tmp_path, standin_sandboxes):  # noqa: F811
     runs = tmp_path / "runs"
     marker = f"other-namespace-{os.getpid()}"
     recording = waiting_recording(tmp_path, marker)
@@ -122,13 +119,13 @@ def test_a_run_in_another_pid_namespace_is_never_taken_for_a_leftover(tmp_path, 
         assert summarize_episode(str(meta_path.with_name("run.jsonl"))).status == "running"
         # The lock file is never taken for an episode or a trace.
         assert [Path(listed.path).name for listed in list_traces([str(runs)])] == ["run.jsonl"]
-        [live] = sandbox_dirs(sandboxes)
-        assert [sandbox.owner_alive for sandbox in registry.list_sandboxes(sandboxes)] == [True]
+        [live] = sandbox_dirs(standin_sandboxes)
+        assert [sandbox.owner_alive for sandbox in registry.list_sandboxes(standin_sandboxes)] == [True]
         # Only the owner holds the locks: no process it started (bwrap, the sandbox, OpenCode) keeps them.
         assert holders_besides(run_pid, {str(lock_file), str(live / registry.LOCK_FILE)}) == []
 
         # Another run's start-up sweep, then `local gc --yes`: both keep the live sandbox and episode.
-        backend = LocalSandboxBackend(base_dir=sandboxes)
+        backend = LocalSandboxBackend(base_dir=standin_sandboxes)
         backend.create().kill()
         assert backend.remove_stale() == []
         collected = cli("local", "gc", "--yes", "--save", str(runs), cwd=tmp_path)
@@ -146,11 +143,10 @@ def test_a_run_in_another_pid_namespace_is_never_taken_for_a_leftover(tmp_path, 
     assert summary["status"] == "finished" and summary["grade"]["env_reward"] == 1.0 and summary["error"] is None
     ended = json.loads(meta_path.read_text())
     assert ended["status"] == "finished" and ended["grade"]["env_reward"] == 1.0
-    assert not lock_file.exists() and sandbox_dirs(sandboxes) == []
+    assert not lock_file.exists() and sandbox_dirs(standin_sandboxes) == []
 
 
-@pytest.mark.usefixtures("opencode_bin")
-def test_a_run_killed_in_another_pid_namespace_is_a_leftover_then(tmp_path, sandboxes):  # noqa: F811
+def test_a_run_killed_in_another_pid_namespace_is_a_leftover_then(tmp_path, standin_sandboxes):  # noqa: F811
     runs = tmp_path / "runs"
     marker = f"killed-other-namespace-{os.getpid()}"
     recording = waiting_recording(tmp_path, marker)
@@ -168,11 +164,11 @@ def test_a_run_killed_in_another_pid_namespace_is_a_leftover_then(tmp_path, sand
     assert json.loads(meta_path.read_text())["status"] == "running"
     assert effective_status(load_metadata(meta_path)) == "interrupted"
     assert summarize_episode(str(meta_path.with_name("run.jsonl"))).status == "interrupted"
-    [left] = sandbox_dirs(sandboxes)
-    assert [sandbox.owner_alive for sandbox in registry.list_sandboxes(sandboxes)] == [False]
+    [left] = sandbox_dirs(standin_sandboxes)
+    assert [sandbox.owner_alive for sandbox in registry.list_sandboxes(standin_sandboxes)] == [False]
 
-    assert LocalSandboxBackend(base_dir=sandboxes).remove_stale() == [left.name]  # the next sweep
-    assert sandbox_dirs(sandboxes) == []
+    assert LocalSandboxBackend(base_dir=standin_sandboxes).remove_stale() == [left.name]  # the next sweep
+    assert sandbox_dirs(standin_sandboxes) == []
     collected = cli("local", "gc", "--yes", "--save", str(runs), cwd=tmp_path)
     assert collected.returncode == 0, collected.stdout + collected.stderr
     assert json.loads(meta_path.read_text())["status"] == "interrupted"
