@@ -21,10 +21,8 @@ from smoldata_tui.sandbox.daytona import DaytonaSandboxBackend, DaytonaSettings
 
 from .conftest import ROOT, SAMPLES
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import _sleeping_recording, processes_matching
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """Episodes on the Daytona backend, end to end: the real ``daytona`` SDK against a local server that
-speaks Daytona's API and runs every command for real in a bubblewrap sandbox, the real OpenCode,
-the replay model and the real graders. Every test ends with the server holding no sandbox."""
+speaks Daytona's API and runs every command for real in a bubblewrap sandbox, the replay model and
+the real graders. The agent is the stand-in OpenCode (tests/standin_agent): these tests are about
+our Daytona code, and tests/test_standin_agent.py holds the stand-in to the real binary; the real
+OpenCode is uploaded and run in one test. Every test ends with the server holding no sandbox."""
 
 from __future__ import annotations
 
@@ -23,24 +25,24 @@ from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace import analyze_bytes, analyze_path
 
 from .conftest import SAMPLES
-from .daytona_local.fixtures import cached_opencode_bin_dir, local_daytona, serve  # noqa: F401 - a fixture
+from .daytona_local.fixtures import local_daytona, serve  # noqa: F401 - a fixture
 from .daytona_local.server import LocalDaytona
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import Recorder, _self_killing_recording, _sleeping_recording
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 PASSING = SAMPLES / "clean_pass.jsonl"
 FAST = dict(keepalive_s=0.5, retry_budget_s=30.0, create_timeout_s=60.0)
 
 
 def run_daytona(task_name: str, model: str, save: Path, *, settings: DaytonaSettings | None = None,
-                timeout: float = 300, during=None) -> tuple:  # fmt: skip
+                timeout: float = 300, during=None, opencode_bin: Path | None = None) -> tuple:  # fmt: skip
     """Run one episode on the daytona backend; ``during(episode, recorder)`` runs in a thread
-    once the agent has started."""
+    once the agent has started. ``opencode_bin``: the OpenCode to upload where the image has none."""
     task = load_task(default_task_root() / task_name)
     recorder = Recorder()
     spec = EpisodeSpec(task=task, endpoint=open_endpoint(model=model), backend="daytona", timeout_s=timeout,
-                       save_dir=save, daytona=settings or DaytonaSettings(**FAST))  # fmt: skip
+                       save_dir=save, daytona=settings or DaytonaSettings(**FAST),
+                       opencode_bin=None if opencode_bin is None else str(opencode_bin))  # fmt: skip
     episode = Episode(spec, recorder)
     if during is not None:
         def watch():
@@ -81,11 +83,11 @@ class ServedRun:
 
 
 @pytest.fixture(scope="module")
-def passing_run(tmp_path_factory, opencode_bin):  # noqa: F811 - the imported fixture
+def passing_run(tmp_path_factory, standin_opencode):
     """The undisturbed Daytona episode of clean_pass.jsonl, run once (on a server of its own): one test
     holds it to what the environment does, another compares a disturbed run's calls with it."""
     folder = tmp_path_factory.mktemp("daytona-passing")
-    server = LocalDaytona(opencode_bin_dir=cached_opencode_bin_dir(), sandbox_base_dir=folder / "daytona-sandboxes")
+    server = LocalDaytona(opencode_bin_dir=standin_opencode.parent, sandbox_base_dir=folder / "daytona-sandboxes")
     with pytest.MonkeyPatch.context() as monkeypatch:
         for served in serve(server, monkeypatch):  # serve stops the server once this loop ends
             result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", folder / "runs")
@@ -129,7 +131,8 @@ def test_replayed_episode_in_daytona_grades_one_and_leaves_nothing(passing_run):
     assert log_size <= transfer["wire_bytes"] <= log_size * 4 / 3 + 64 * 1024
 
 
-def test_opencode_is_uploaded_when_the_image_lacks_it(tmp_path, local_daytona):
+def test_opencode_is_uploaded_when_the_image_lacks_it(tmp_path, local_daytona, opencode_bin):  # noqa: F811
+    """The real binary: the one test that uploads the real OpenCode (185 MB) and runs it in a sandbox."""
     settings = DaytonaSettings(image="docker.io/library/ubuntu:24.04", **FAST)
     result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", settings=settings)
     assert result.error is None, result.error
@@ -189,11 +192,27 @@ def _kill_a_log_read(log_name: str = "opencode.jsonl", within_s: float = 10.0) -
     return killed
 
 
+def slowed_recording(folder: Path, seconds: float) -> Path:
+    """PASSING with its first bash call waiting ``seconds`` first: the same calls, and an agent still
+    running (its log still read) well after its first events, however fast the agent is."""
+    lines = PASSING.read_bytes().splitlines()
+    for index, line in enumerate(lines):
+        event = json.loads(line)
+        if event.get("type") == "tool_use" and event["part"]["tool"] == "bash":
+            event["part"]["state"]["input"]["command"] = f"sleep {seconds:g}; " + event["part"]["state"]["input"]["command"]
+            lines[index] = json.dumps(event).encode()
+            break
+    path = folder / "slowed.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
 def test_a_log_read_killed_in_the_sandbox_is_asked_again_and_loses_nothing(tmp_path, local_daytona, passing_run):
     reference = passing_run.result
     killed: list[int] = []
     kill = once_events_arrive(local_daytona, lambda _sandbox_id: killed.extend(_kill_a_log_read()))
-    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", during=kill)
+    recording = slowed_recording(tmp_path, 3)
+    result, recorder = run_daytona("sales-top-region", f"replay:{recording}", tmp_path / "runs", during=kill)
     assert killed, "no log read was in flight to kill"
     assert result.error is None, result.error
     assert result.grade.env_reward == 1.0

@@ -15,7 +15,6 @@ from smoldata_tui.sandbox.daytona.retry import transient_reason
 from smoldata_tui.sandbox.errors import SandboxError
 
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 
 FAST = dict(keepalive_s=0.5, retry_budget_s=30.0, create_timeout_s=60.0)
 
@@ -118,8 +117,8 @@ REPEATABLE_SETUP = {
 }
 
 
-@pytest.mark.usefixtures("opencode_bin")
-def test_a_lost_answer_to_each_repeatable_setup_command_is_retried_and_the_episode_is_graded(tmp_path, local_daytona):
+def test_a_lost_answer_to_each_repeatable_setup_command_is_retried_and_the_episode_is_graded(tmp_path, local_daytona,
+                                                                                           standin_opencode):
     from .test_daytona_episode import PASSING, messages, run_daytona
 
     # An image without OpenCode: it is uploaded, then made executable and asked its version. One
@@ -128,7 +127,8 @@ def test_a_lost_answer_to_each_repeatable_setup_command_is_retried_and_the_episo
     settings = DaytonaSettings(image="docker.io/library/ubuntu:24.04", **FAST)
     for command in REPEATABLE_SETUP.values():
         local_daytona.drop_answer_next(1, path_contains="process/execute", body_contains=command)
-    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", settings=settings)
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs", settings=settings,
+                                   opencode_bin=standin_opencode)  # the uploaded one: the stand-in, 50 kB
     assert result.error is None, result.error
     assert result.status == "finished" and result.grade.env_reward == 1.0
     retried = [m for m in messages(recorder) if "connection lost on exec: retry 1" in m]

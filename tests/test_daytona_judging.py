@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 import sys
 
 import pytest
@@ -18,21 +19,18 @@ from smoldata_tui.trace.seed_rule import seed_outcome
 
 from .conftest import ROOT, SAMPLES
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 PASSING = SAMPLES / "clean_pass.jsonl"
 
 
-def headless_run(tmp_path) -> tuple[subprocess.CompletedProcess, dict]:
+def headless_run(tmp_path, standin_opencode: Path) -> tuple[subprocess.CompletedProcess, dict]:
     command = [sys.executable, "-m", "smoldata_tui", "run", "--task", "sales-top-region", "--backend", "daytona",
                "--model", f"replay:{PASSING}", "--save", str(tmp_path / "runs"), "--timeout", "300", "--headless"]
     env = {**os.environ, "NO_COLOR": "1", "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "PYTHONPATH": str(ROOT)}  # fmt: skip
-    # OpenCode stays in the shared cache (installed once by the opencode_bin fixture).
-    shared = os.path.join(os.path.expanduser("~"), ".cache", "smoldata-tui", "opencode")
+    # The image's OpenCode is the stand-in (local_daytona); the host's OpenCode cache holds it too.
     (tmp_path / "cache" / "smoldata-tui").mkdir(parents=True)
-    (tmp_path / "cache" / "smoldata-tui" / "opencode").symlink_to(shared)
+    (tmp_path / "cache" / "smoldata-tui" / "opencode").symlink_to(standin_opencode.parents[2])
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     summary = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
     return done, summary
@@ -48,15 +46,16 @@ def assert_judged_correct(done: subprocess.CompletedProcess, summary: dict, loca
     assert not any(line.startswith("Traceback") for line in done.stderr.splitlines()), done.stderr[-3000:]
 
 
-def test_a_sample_task_end_to_end_on_a_daemon_like_server(tmp_path, local_daytona):
-    done, summary = headless_run(tmp_path)
+def test_a_sample_task_end_to_end_on_a_daemon_like_server(tmp_path, local_daytona, standin_opencode):
+    done, summary = headless_run(tmp_path, standin_opencode)
     assert_judged_correct(done, summary, local_daytona)
 
 
-def test_the_same_with_503_on_the_first_request_of_each_kind_and_every_third_toolbox_request(tmp_path, local_daytona):
+def test_the_same_with_503_on_the_first_request_of_each_kind_and_every_third_toolbox_request(tmp_path, local_daytona,
+                                                                                               standin_opencode):
     local_daytona.fail_first_of_each_kind(503)
     local_daytona.fail_every(3, 503, path_contains="/toolbox/")
-    done, summary = headless_run(tmp_path)
+    done, summary = headless_run(tmp_path, standin_opencode)
     assert_judged_correct(done, summary, local_daytona)
     failed = {(method, path) for method, path, status in local_daytona.requests if status == 503}
     for kind in ("files/bulk-upload", "process/execute", "process/session"):

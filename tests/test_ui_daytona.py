@@ -1,5 +1,5 @@
 """The live screen on the Daytona backend, driven by Pilot: the real SDK against the local Daytona
-server, real OpenCode, the replay model. Stages come in the remote order, every stage message
+server, the stand-in OpenCode (these tests are about the screen), the replay model. Stages come in the remote order, every stage message
 (retries included) stays readable in the stage log, retries pop up over the timeline, and a
 SIGTERM to the app stops, saves and deletes like `q` does."""
 
@@ -20,11 +20,9 @@ from smoldata_tui.ui.screens.episode import EpisodeScreen
 
 from .conftest import SAMPLES
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import _sleeping_recording
 from .test_ui_live import back_to_stages, live_screen, wait_for
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 
 
 def daytona_spec(recording, save_dir, timeout=300) -> EpisodeSpec:
