@@ -1,6 +1,7 @@
-"""Sizes the agent controls, through a whole real episode (OpenCode in bubblewrap, replay model):
-a 1 GiB sparse log costs the host a capped trace and bounded memory, and the cap is recorded; and
-``--timeout`` bounds the whole episode, staging included."""
+"""Sizes the agent controls, through a whole real episode (the stand-in OpenCode, tests/standin_agent,
+in bubblewrap, replay model: the caps are ours, not OpenCode's): a 1 GiB sparse log costs the host a
+capped trace and bounded memory, and the cap is recorded; and ``--timeout`` bounds the whole
+episode, staging included."""
 
 from __future__ import annotations
 
@@ -10,21 +11,17 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from smoldata_tui.session.log_follower import MAX_TRACE_BYTES
 from smoldata_tui.trace.build import TraceBuilder
 
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import run_episode, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import run_episode, sandbox_dirs, standin_sandboxes  # noqa: F401 - a fixture
 from .test_tasks_load import write_task
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def one_call_recording(tmp_path: Path, command: str) -> Path:
-    """A recorded episode whose one bash call the real OpenCode will run in the sandbox."""
+    """A recorded episode whose one bash call OpenCode (or the stand-in) will run in the sandbox."""
     builder = TraceBuilder()
     builder.step_start()
     builder.bash(command, "(recorded elsewhere)\n")
@@ -37,7 +34,7 @@ def one_call_recording(tmp_path: Path, command: str) -> Path:
     return path
 
 
-def test_a_1_gib_sparse_log_is_cut_at_the_trace_cap_recorded_and_memory_stays_bounded(tmp_path, sandboxes):
+def test_a_1_gib_sparse_log_is_cut_at_the_trace_cap_recorded_and_memory_stays_bounded(tmp_path, standin_sandboxes):
     recording = one_call_recording(tmp_path, "truncate -s 1G /root/logs/agent/opencode.jsonl; echo 42 > /workdir/answer.txt")
     runs = tmp_path / "runs"
     probe = f"""
@@ -67,10 +64,10 @@ print("PEAK", peak, "CODE", code, file=sys.stderr)
 
     shown = metadata_text(load_metadata(run_dir / "run.meta.json"), "run.meta.json", []).plain
     assert "agent_log: 1 GiB seen, cut at 64 MiB" in shown  # the episode tab
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
 
 
-def test_the_timeout_bounds_staging_too(tmp_path, sandboxes):
+def test_the_timeout_bounds_staging_too(tmp_path, standin_sandboxes):
     write_task(tmp_path / "tasks", "slow-stage", files={"environment/pull_bucket.py": "import time\ntime.sleep(1000)\n"})
     recording = one_call_recording(tmp_path, "echo 42 > /workdir/answer.txt")
     started = time.monotonic()
@@ -79,7 +76,7 @@ def test_the_timeout_bounds_staging_too(tmp_path, sandboxes):
     assert time.monotonic() - started < 120  # pull_bucket.py alone may run 600 s
     assert result.status == "timeout", result.error
     assert json.loads(result.metadata_path.read_text())["status"] == "timeout"
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
 
 
 LIVE_PROBE = """
@@ -103,7 +100,7 @@ print("PEAK", next(int(line.split()[1]) for line in open("/proc/self/status") if
 """
 
 
-def test_the_live_screen_on_a_1_gib_log_keeps_memory_bounded(tmp_path, sandboxes):
+def test_the_live_screen_on_a_1_gib_log_keeps_memory_bounded(tmp_path, standin_sandboxes):
     recording = one_call_recording(tmp_path, "truncate -s 1G /root/logs/agent/opencode.jsonl; echo 42 > /workdir/answer.txt")
     code = LIVE_PROBE.format(root=str(ROOT), recording=str(recording), runs=str(tmp_path / "runs"))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
@@ -111,4 +108,4 @@ def test_the_live_screen_on_a_1_gib_log_keeps_memory_bounded(tmp_path, sandboxes
     shown = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("STATUS", "PEAK")))
     assert shown["STATUS"] == "finished"
     assert int(shown["PEAK"]) < 500_000, f"live screen peak memory {shown['PEAK']} kB on a 1 GiB agent log"
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []

@@ -1,5 +1,6 @@
 """The endpoint key never reaches a saved trace, even when the agent prints it: masked in the
-stream across any chunk boundary, length kept (so the verdict and offsets do not move)."""
+stream across any chunk boundary, length kept (so the verdict and offsets do not move). The live
+episodes run the stand-in OpenCode (tests/standin_agent): the masking is ours, not OpenCode's."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace import analyze_bytes
 from smoldata_tui.trace.build import TraceBuilder
 
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_caps import one_call_recording
 from .test_ui_helpers import loaded, replay_app, screen_lines
-from .test_episode_local import Recorder, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import Recorder, sandbox_dirs, standin_sandboxes  # noqa: F401 - a fixture
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -61,7 +61,7 @@ def test_a_secret_cut_off_at_the_end_of_the_stream_is_masked():
     assert scrubber.flush() == b"sk-l"  # too short to give anything away, and may be ordinary text
 
 
-def test_an_agent_that_prints_the_key_leaves_no_trace_of_it(tmp_path, sandboxes, opencode_bin):
+def test_an_agent_that_prints_the_key_leaves_no_trace_of_it(tmp_path, standin_sandboxes):
     builder = TraceBuilder()
     builder.step_start()
     builder.bash("cat /root/.config/opencode/opencode.json", "(recorded elsewhere)\n")
@@ -84,7 +84,7 @@ def test_an_agent_that_prints_the_key_leaves_no_trace_of_it(tmp_path, sandboxes,
     assert SECRET.encode() not in bytes(recorder.bytes)
     assert all(SECRET not in message for _, _, message in recorder.stages)
     assert json.loads(result.metadata_path.read_text())["status"] == "finished"
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
 
 
 HARD_KEY = 'sk-"quo\\ted-é\x01-0123456789'  # JSON escapes its quote, backslash and control; ascii mode its é
@@ -113,7 +113,7 @@ def test_a_masked_json_document_stays_the_same_json_with_the_key_masked():
     assert HARD_KEY not in json.loads(masked["grader_output"])["got"]
 
 
-async def test_the_key_the_agent_writes_into_its_answer_reaches_no_saved_file_and_no_screen(tmp_path, sandboxes, opencode_bin):
+async def test_the_key_the_agent_writes_into_its_answer_reaches_no_saved_file_and_no_screen(tmp_path, standin_sandboxes):
     command = "python3 -c \"import json; print(json.load(open('/root/.config/opencode/opencode.json'))['provider']['intercepted']" \
               "['options']['apiKey'])\" > /workdir/answer.txt; cat /workdir/answer.txt"
     recording = one_call_recording(tmp_path, command)
@@ -241,7 +241,7 @@ def test_what_is_not_caught_is_what_the_docs_say():
         assert scrubber.text(leak) == leak
 
 
-def test_an_agent_that_spells_the_key_out_leaves_no_trace_of_it(tmp_path, sandboxes, opencode_bin):  # noqa: F811
+def test_an_agent_that_spells_the_key_out_leaves_no_trace_of_it(tmp_path, standin_sandboxes):  # noqa: F811
     read = "python3 -c \"import json; print(json.load(open('/root/.config/opencode/opencode.json'))['provider']['intercepted']['options']['apiKey'], end='')\""
     command = (f"{read} | fold -w 8; {read} | xxd -p; {read} | od -An -tx1; "
                f"{read} | python3 -c \"import sys; print(chr(0x200b).join(sys.stdin.read()))\"")  # fmt: skip
