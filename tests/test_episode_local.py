@@ -1,5 +1,7 @@
-"""Episodes end to end: the real OpenCode binary in a real bubblewrap sandbox, the replay model,
-the real sample tasks and graders. Each test also checks that nothing is left behind."""
+"""Episodes end to end: OpenCode in a real bubblewrap sandbox, the replay model, the real sample
+tasks and graders. Each test also checks that nothing is left behind. Tests about our episode code
+(stages, grading, staging, the headless line) run the stand-in OpenCode (tests/standin_agent); the
+ones marked ``opencode_bin`` keep the real binary, since they hold OpenCode's own behaviour."""
 
 from __future__ import annotations
 
@@ -23,8 +25,6 @@ from smoldata_tui.trace.build import TraceBuilder
 
 from .conftest import SAMPLES, run_cli
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 
 
 class Recorder:
@@ -121,7 +121,7 @@ def messages_of(recorder: Recorder, stage: str) -> list[str]:
     return [message for name, _, message in recorder.stages if name == stage and message]
 
 
-def test_replayed_passing_episode_grades_one_with_the_recordings_verdict(tmp_path, sandboxes):
+def test_replayed_passing_episode_grades_one_with_the_recordings_verdict(tmp_path, standin_sandboxes):
     recording = SAMPLES / "clean_pass.jsonl"
     result, recorder = run_episode("sales-top-region", f"replay:{recording}", tmp_path / "runs")
     assert result.error is None, result.error
@@ -142,7 +142,7 @@ def test_replayed_passing_episode_grades_one_with_the_recordings_verdict(tmp_pat
     assert metadata["sandbox"]["opencode_version"] == "1.18.31"
     assert metadata["model"] == f"replay:{recording}"
     assert metadata["prompt"] == load_task(default_task_root() / "sales-top-region").instruction  # what the agent was given
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
 
 
 class _Unauthorized(BaseHTTPRequestHandler):
@@ -162,6 +162,7 @@ class _Unauthorized(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.usefixtures("opencode_bin")  # no-capture: what OpenCode itself does with a provider's 401
 @pytest.mark.parametrize("capture", [True, False], ids=["capture", "no-capture"])
 def test_the_api_key_is_never_saved_or_reported(tmp_path, sandboxes, monkeypatch, capture):
     secret = "sk-live-do-not-leak-7d1f0a9c3b"
@@ -218,6 +219,7 @@ def _self_killing_recording(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.usefixtures("opencode_bin")  # the running call comes from OpenCode's own session export
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
 def test_stopping_mid_tool_leaves_nothing_and_recovers_the_running_call(tmp_path, sandboxes, how):
     marker = f"stop-mid-tool-{os.getpid()}-{how}"
@@ -245,7 +247,7 @@ def test_stopping_mid_tool_leaves_nothing_and_recovers_the_running_call(tmp_path
         assert result.grade is not None  # a timeout is graded on what the agent left
 
 
-def test_grader_crash_is_a_grader_failure_not_a_zero(tmp_path, sandboxes):
+def test_grader_crash_is_a_grader_failure_not_a_zero(tmp_path, standin_sandboxes):
     root = tmp_path / "tasks"
     shutil.copytree(default_task_root() / "sales-top-region", root / "sales-top-region")
     (root / "sales-top-region" / "tests" / "grader.py").write_text("raise RuntimeError('grader exploded')\n")
@@ -257,7 +259,7 @@ def test_grader_crash_is_a_grader_failure_not_a_zero(tmp_path, sandboxes):
     assert json.loads(result.metadata_path.read_text())["grade"]["grader_error"]
 
 
-def test_missing_data_fails_staging_clearly_and_releases_the_sandbox(tmp_path, sandboxes):
+def test_missing_data_fails_staging_clearly_and_releases_the_sandbox(tmp_path, standin_sandboxes):
     # The bucket download "succeeds" but brings nothing: /home/user/input stays empty.
     root = tmp_path / "tasks"
     shutil.copytree(default_task_root() / "sensor-fault-rate", root / "sensor-fault-rate")
@@ -269,16 +271,16 @@ def test_missing_data_fails_staging_clearly_and_releases_the_sandbox(tmp_path, s
     failed = [message for name, state, message in recorder.stages if (name, state) == ("stage task", "failed")]
     assert failed and "empty" in failed[0]
     assert result.grade is None
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
 
 
 @pytest.fixture(scope="module")
-def headless_clean_pass(tmp_path_factory, opencode_bin):  # noqa: F811 - the imported fixture
+def headless_clean_pass(tmp_path_factory, standin_opencode):
     """One ``run --headless`` of clean_pass.jsonl on today's task, shared by the tests that read what it
     printed (none changes it): each would otherwise start the same episode again."""
     folder = tmp_path_factory.mktemp("headless-clean-pass")
     with pytest.MonkeyPatch.context() as monkeypatch:
-        private_cache(folder, monkeypatch)
+        private_cache(folder, monkeypatch, opencode_cache=standin_opencode.parents[2])
         return run_cli(
             "run", "--task", "sales-top-region", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}",
             "--save", str(folder / "runs"), "--headless", timeout=600,
@@ -319,7 +321,7 @@ def test_headless_cli_usage_errors(tmp_path, cli):
     assert "Traceback" not in missing.stderr + no_key.stderr + bad.stderr
 
 
-
+@pytest.mark.usefixtures("opencode_bin")  # the README's claim, about OpenCode itself replaying a real recording
 def test_the_readme_demo_replays_with_no_divergence_and_grade_1(tmp_path, cli, sandboxes):
     """Exactly the replay line of the README's "Try it" and of docs/run.md (with a --save folder of its own)."""
     shown = {
