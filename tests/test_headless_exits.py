@@ -1,6 +1,7 @@
 """Headless runs stop at once whatever they are doing: SIGTERM while ``pull_bucket.py`` or the
 grader runs, a reader of stdout that goes away (``| head -1``); a FIFO in a task's input is refused
-instead of hanging the run. Real OpenCode, real bubblewrap sandbox, real graders."""
+instead of hanging the run. The stand-in OpenCode (these tests are about our exits, not OpenCode's),
+a real bubblewrap sandbox, real graders."""
 
 from __future__ import annotations
 
@@ -19,12 +20,8 @@ import pytest
 from smoldata_tui.tasks import default_task_root
 
 from .conftest import SAMPLES
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
-from .test_episode_local import _sleeping_recording
-from .test_live_exits import AGENT_START_S, STOP_S, _wait_for
-
-pytestmark = pytest.mark.usefixtures("opencode_bin")
+from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs
+from .test_live_exits import AGENT_START_S, STOP_S, _wait_for, standin_sandboxes  # noqa: F401 - a fixture
 
 
 class Headless:
@@ -64,7 +61,7 @@ def _task_copy(tmp_path: Path, name: str) -> Path:
 
 
 @pytest.mark.parametrize(("signum", "reason", "status"), [(signal.SIGTERM, "SIGTERM", 1), (signal.SIGINT, "SIGINT (Ctrl+C)", 130)])
-def test_a_signal_while_pull_bucket_runs_stops_it_at_once(tmp_path, sandboxes, signum, reason, status):  # noqa: F811
+def test_a_signal_while_pull_bucket_runs_stops_it_at_once(tmp_path, standin_sandboxes, signum, reason, status):  # noqa: F811
     marker = f"6{os.getpid()}{signum}"  # `sleep 6<pid>`: ours alone among the host's processes
     tasks = _task_copy(tmp_path, "sensor-fault-rate")
     (tasks / "sensor-fault-rate" / "environment" / "pull_bucket.py").write_text(
@@ -77,13 +74,13 @@ def test_a_signal_while_pull_bucket_runs_stops_it_at_once(tmp_path, sandboxes, s
     assert run.finish(STOP_S) == status, run.stderr
     assert time.monotonic() - started < STOP_S
     assert _wait_for(lambda: not processes_matching(f"sleep {marker}"), 10)
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
     metadata = run.metadata()
     assert metadata["status"] == "cancelled" and metadata["stop_reason"] == reason, metadata
     assert run.said(f"stopped by {reason}")
 
 
-def test_sigterm_while_the_grader_runs_stops_it_at_once(tmp_path, sandboxes):  # noqa: F811
+def test_sigterm_while_the_grader_runs_stops_it_at_once(tmp_path, standin_sandboxes):  # noqa: F811
     marker = f"7{os.getpid()}"
     tasks = _task_copy(tmp_path, "sales-top-region")
     (tasks / "sales-top-region" / "tests" / "grader.py").write_text(
@@ -94,23 +91,23 @@ def test_sigterm_while_the_grader_runs_stops_it_at_once(tmp_path, sandboxes):  #
     run.process.send_signal(signal.SIGTERM)
     assert run.finish(STOP_S) == 1, run.stderr
     assert _wait_for(lambda: not processes_matching(f"sleep {marker}"), 10)
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
     metadata = run.metadata()
     assert metadata["status"] == "cancelled" and metadata["stop_reason"] == "SIGTERM", metadata
     assert metadata["grade"] is None
 
 
-def test_a_fifo_in_the_task_input_is_refused_not_waited_on(tmp_path, sandboxes):  # noqa: F811
+def test_a_fifo_in_the_task_input_is_refused_not_waited_on(tmp_path, standin_sandboxes):  # noqa: F811
     tasks = _task_copy(tmp_path, "sales-top-region")
     os.mkfifo(tasks / "sales-top-region" / "environment" / "input" / "more.csv")
     run = Headless(tmp_path, "sales-top-region", SAMPLES / "clean_pass.jsonl", tasks=tasks)
     assert run.finish(AGENT_START_S) == 1, run.stderr
     assert run.said("more.csv") and run.said("FIFO") and run.said("only regular files can be staged"), run.stderr
     assert run.metadata()["status"] == "error"
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
 
 
-def test_a_reader_that_goes_away_stops_the_episode_and_fails_the_run(tmp_path, sandboxes):  # noqa: F811
+def test_a_reader_that_goes_away_stops_the_episode_and_fails_the_run(tmp_path, standin_sandboxes):  # noqa: F811
     marker = f"head-closed-{os.getpid()}"
     run = Headless(tmp_path, "sales-top-region", _sleeping_recording(tmp_path, marker), stdout=subprocess.PIPE)
     first = run.process.stdout.readline()  # what `| head -1` reads before it exits
@@ -119,6 +116,6 @@ def test_a_reader_that_goes_away_stops_the_episode_and_fails_the_run(tmp_path, s
     run.process.stdout.close()
     assert run.finish(STOP_S) == 1, run.stderr
     assert not processes_matching(marker)
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
     metadata = run.metadata()
     assert metadata["status"] == "cancelled" and "stdout closed" in metadata["stop_reason"], metadata

@@ -1,7 +1,7 @@
 """Every way of stopping a live TUI run stops the agent and releases the sandbox, and the saved
 metadata says what happened. The real app runs in a real pseudo-terminal (keys typed, signals
-sent, the terminal closed), with the real OpenCode in a real bubblewrap sandbox, driven by the
-replay model into a long bash ``sleep``."""
+sent, the terminal closed), with the stand-in OpenCode (these tests are about our exits, not
+OpenCode's) in a real bubblewrap sandbox, driven by the replay model into a long bash ``sleep``."""
 
 from __future__ import annotations
 
@@ -14,12 +14,17 @@ from pathlib import Path
 import pytest
 
 from .live_pty import TerminalApp, still_alive
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs, sandboxes  # noqa: F401
+from .test_episode_local import _sleeping_recording, private_cache, processes_matching, sandbox_dirs
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 AGENT_START_S = 240  # a loaded CI machine can take minutes to start OpenCode
 STOP_S = 120  # TERM grace, `opencode export`, removing the sandbox: seconds, but a loaded machine is slow
+
+
+@pytest.fixture
+def standin_sandboxes(tmp_path, monkeypatch, standin_opencode):
+    """As test_episode_local's ``sandboxes``, with the stand-in as the cached OpenCode 1.18.31: for
+    tests about our code around the agent, which need no real OpenCode start (~4.5 CPU s each)."""
+    return private_cache(tmp_path, monkeypatch, opencode_cache=standin_opencode.parents[2])
 
 
 def _wait_for(condition, timeout: float) -> bool:
@@ -44,7 +49,7 @@ WAYS = {
 
 
 @pytest.mark.parametrize("way", list(WAYS))
-def test_every_way_out_of_a_live_run_stops_the_agent_and_says_why(tmp_path, sandboxes, way):  # noqa: F811
+def test_every_way_out_of_a_live_run_stops_the_agent_and_says_why(tmp_path, standin_sandboxes, way):
     marker = f"slow-agent-{os.getpid()}-{abs(hash(way))}"
     recording = _sleeping_recording(tmp_path, marker)
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48"}
@@ -75,7 +80,7 @@ def test_every_way_out_of_a_live_run_stops_the_agent_and_says_why(tmp_path, sand
         assert app.returncode == status, (way, app.returncode)
         assert _wait_for(lambda: not still_alive(running), 10), f"left running: {still_alive(running)}"
         assert processes_matching(marker) == []
-        assert sandbox_dirs(sandboxes) == []
+        assert sandbox_dirs(standin_sandboxes) == []
         [meta_path] = runs.glob("*/run.meta.json")
         metadata = json.loads(meta_path.read_text())
         assert metadata["status"] == "cancelled", metadata

@@ -1,12 +1,11 @@
-"""The live episode screen, driven by Pilot, with a real episode: the real OpenCode in a real
-bubblewrap sandbox, answered by the replay model."""
+"""The live episode screen, driven by Pilot, with a real episode: the stand-in OpenCode (these tests
+are about our screens, not OpenCode) in a real bubblewrap sandbox, answered by the replay model."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 
-import pytest
 from textual.color import Color
 
 from smoldata_tui.session.episode import EpisodeSpec, stages_for
@@ -17,10 +16,8 @@ from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.live import ConfirmCancel, LiveScreen
 
 from .conftest import SAMPLES
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs, sandboxes  # noqa: F401
-
-pytestmark = pytest.mark.usefixtures("opencode_bin")
+from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs
+from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
 
 
 def spec_for(recording, save_dir, timeout=300) -> EpisodeSpec:
@@ -65,7 +62,7 @@ def live_screen(app) -> LiveScreen:
     return next(screen for screen in app.screen_stack if isinstance(screen, LiveScreen))
 
 
-async def test_a_live_episode_shows_stages_then_its_timeline_then_its_grade(tmp_path, sandboxes):
+async def test_a_live_episode_shows_stages_then_its_timeline_then_its_grade(tmp_path, standin_sandboxes):
     app = LiveApp(spec_for(SAMPLES / "clean_pass.jsonl", tmp_path / "runs"))
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         # The timeline opens on the run's own trace file when the agent starts.
@@ -87,11 +84,11 @@ async def test_a_live_episode_shows_stages_then_its_timeline_then_its_grade(tmp_
             success = Color.parse(app.theme_variables["text-success"]).rich_color
             cell = table.get_row_at(0)[1]
             assert cell.style.color == success, (theme, cell.style)
-        assert sandbox_dirs(sandboxes) == []
+        assert sandbox_dirs(standin_sandboxes) == []
         await pilot.press("q")
 
 
-async def test_cancel_asks_first_then_stops_the_agent_and_releases_everything(tmp_path, sandboxes):
+async def test_cancel_asks_first_then_stops_the_agent_and_releases_everything(tmp_path, standin_sandboxes):
     marker = f"cancel-asks-{os.getpid()}"
     app = LiveApp(spec_for(_sleeping_recording(tmp_path, marker), tmp_path / "runs"))
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
@@ -110,11 +107,11 @@ async def test_cancel_asks_first_then_stops_the_agent_and_releases_everything(tm
         assert result.status == "cancelled" and result.grade is None
         assert [(call.tool, call.status) for call in result.recovered] == [("bash", "running")]
         assert processes_matching(marker) == []
-        assert sandbox_dirs(sandboxes) == []
+        assert sandbox_dirs(standin_sandboxes) == []
         await pilot.press("q")
 
 
-async def test_quitting_during_a_run_cancels_it_and_leaves_nothing(tmp_path, sandboxes):
+async def test_quitting_during_a_run_cancels_it_and_leaves_nothing(tmp_path, standin_sandboxes):
     marker = f"quit-during-{os.getpid()}"
     app = LiveApp(spec_for(_sleeping_recording(tmp_path, marker), tmp_path / "runs"))
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
@@ -128,7 +125,7 @@ async def test_quitting_during_a_run_cancels_it_and_leaves_nothing(tmp_path, san
             await asyncio.sleep(0.1)
     assert screen.result.status == "cancelled"
     assert processes_matching(marker) == []
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
 
 
 async def test_calls_recovered_from_the_export_are_shown_as_unfinished():
@@ -144,7 +141,7 @@ async def test_calls_recovered_from_the_export_are_shown_as_unfinished():
         assert "✗ bash" in shown and "status running" in shown and "sleep 300" in shown
 
 
-async def test_home_lists_the_tasks_and_the_launch_form_starts_a_live_run(tmp_path, sandboxes):
+async def test_home_lists_the_tasks_and_the_launch_form_starts_a_live_run(tmp_path, standin_sandboxes):
     from textual.widgets import DataTable, Input, Select
 
     from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
@@ -173,7 +170,7 @@ async def test_home_lists_the_tasks_and_the_launch_form_starts_a_live_run(tmp_pa
         assert result.metadata.capture == {"enabled": False} and "capture proxy" not in live_screen(app).stages
         assert "capture off" in str(live_screen(app).query_one("#live-header").render())
         assert result.trace_path.parent.parent == tmp_path / "runs"
-        assert sandbox_dirs(sandboxes) == []
+        assert sandbox_dirs(standin_sandboxes) == []
         # q on the ended run comes back home (not out of the app), whose episode list is read again.
         await back_to_stages(pilot, app)
         await pilot.press("q")
