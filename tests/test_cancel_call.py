@@ -1,6 +1,8 @@
-"""Ending a hung tool call in a live episode: the real OpenCode in a real bubblewrap sandbox, the
-replay model. The agent's ``sleep 300`` is ended from the host; OpenCode's bash tool returns, the
-agent goes on to write its answer, the episode is graded, and the cancellation is recorded."""
+"""Ending a hung tool call in a live episode: a real bubblewrap sandbox, the replay model. The
+agent's ``sleep 300`` is ended from the host; OpenCode's bash tool returns, the agent goes on to
+write its answer, the episode is graded, and the cancellation is recorded. The live timeline's
+``K`` runs the stand-in OpenCode (it is about our screen and our cancel); the episode-level test
+keeps the real one."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from smoldata_tui.trace.build import TraceBuilder
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .scripted_endpoint import correct_answer
 from .test_episode_local import Recorder, processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - fixtures
+from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
 
 
 def _hanging_then_answering(tmp_path, marker: str, answer: str):
@@ -37,6 +40,8 @@ def _hanging_then_answering(tmp_path, marker: str, answer: str):
     return path
 
 
+# The real OpenCode: whether its bash tool returns once our kill ends the shell's children, rather
+# than waiting out its own 120 s timeout (sandbox_processes.end_commands), is OpenCode's behaviour.
 def test_a_hung_call_is_ended_the_agent_goes_on_and_the_episode_records_it(tmp_path, sandboxes, opencode_bin):
     task = load_task(default_task_root() / "sales-top-region")
     marker = f"hung-call-{os.getpid()}"
@@ -72,8 +77,8 @@ def test_a_hung_call_is_ended_the_agent_goes_on_and_the_episode_records_it(tmp_p
     assert sandbox_dirs(sandboxes) == []
 
 
-async def test_on_the_live_timeline_K_asks_naming_the_call_then_ends_it_and_the_agent_goes_on(tmp_path, sandboxes,
-                                                                                            opencode_bin):  # fmt: skip
+async def test_on_the_live_timeline_K_asks_naming_the_call_then_ends_it_and_the_agent_goes_on(tmp_path,
+                                                                                            standin_sandboxes):  # fmt: skip
     from smoldata_tui.ui.apps.live import LiveApp
     from smoldata_tui.ui.screens.episode import EpisodeScreen
     from smoldata_tui.ui.screens.live import ConfirmCancel

@@ -1,12 +1,11 @@
-"""The batch's live grid, driven by Pilot, with real episodes: the real OpenCode in bubblewrap,
-answered by the replay model with an agent that sleeps in its first call."""
+"""The batch's live grid, driven by Pilot, with real episodes: the stand-in OpenCode (the test is
+about our grid, not OpenCode) in bubblewrap, answered by the replay model with an agent that sleeps
+in its first call."""
 
 from __future__ import annotations
 
 import json
 import os
-
-import pytest
 
 from smoldata_tui.fleet.work import analyze_trace
 from smoldata_tui.session.batch import BatchPlan
@@ -19,11 +18,9 @@ from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.fleet import FleetScreen
 from smoldata_tui.ui.screens.live import ConfirmCancel
 
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs, sandboxes  # noqa: F401
+from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs
+from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
 from .test_ui_live import wait_for
-
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 
 
 def replay_batch_plan(task, recording, runs, *, attempts: int, concurrency: int, timeout_s: float) -> BatchPlan:
@@ -40,7 +37,7 @@ def cell(grid: BatchScreen, key: str, column: str) -> str:
     return str(grid.table.get_cell(key, column))
 
 
-async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sandboxes):
+async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, standin_sandboxes):
     marker = f"grid-sleeper-{os.getpid()}"  # ours alone: another run of the suite on this machine may sleep too
     recording = _sleeping_recording(tmp_path, marker=marker)
     task = load_task(default_task_root() / "sales-top-region")
@@ -91,5 +88,5 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, sa
                 assert cell(grid, run.key, "findings") == str(len(row.kinds)), (run.key, row.kinds)
         assert saved["runs"][0]["why"] and batch_exit_status(app) == 1
         assert processes_matching(marker) == []
-        assert sandbox_dirs(sandboxes) == []
+        assert sandbox_dirs(standin_sandboxes) == []
         await pilot.press("q")

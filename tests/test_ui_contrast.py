@@ -3,7 +3,8 @@ WCAG's 4.5:1 or better against the colour behind it (3:1 on a cursor row), in ev
 offers (the ANSI ones leave their colours to the terminal, so they cannot be measured) at 160×45, and
 at 80×24 in a dark, a light and the two tightest themes: the episode screen's tabs, help, command
 palette, detail, find bar and filter; the fleet table, attempt groups and signatures; home and the
-launch form; the diff; a real live episode and batch.
+launch form; the diff; a real live episode and batch (the stand-in OpenCode: what is measured is
+our screens, not OpenCode).
 
 The colours are the ones Textual sends to the terminal: the compositor's strips after the app's
 line filters (which turn ``dim`` into the text colour blended a third of the way into its
@@ -29,8 +30,7 @@ from smoldata_tui.store.metadata import metadata_path_for
 from smoldata_tui.ui.theme_text import READABLE, contrast, readable_variables
 
 from .conftest import SAMPLES
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import sandboxes  # noqa: F401 - a fixture
+from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
 from .test_ui_helpers import loaded, replay_app, wait_for
 
 TEXT_MINIMUM = 4.5
@@ -343,10 +343,10 @@ async def test_the_training_tab_detail_find_bar_and_filter_read_in_every_theme(t
     assert not found, report(found)
 
 
-@pytest.mark.usefixtures("opencode_bin", "sandboxes")
+@pytest.mark.usefixtures("standin_sandboxes")
 async def test_a_live_episode_reads_in_every_theme(tmp_path):
-    """A real episode (OpenCode in a bubblewrap sandbox, the replay model): its live timeline while
-    it runs, then its stages and outcome once it has ended."""
+    """A real episode (the stand-in OpenCode in a bubblewrap sandbox, the replay model): its live
+    timeline while it runs, then its stages and outcome once it has ended."""
     from smoldata_tui.ui.apps.live import LiveApp
     from smoldata_tui.ui.screens.episode import EpisodeScreen
 
@@ -369,9 +369,9 @@ async def test_a_live_episode_reads_in_every_theme(tmp_path):
     assert not found, report(found)
 
 
-@pytest.mark.usefixtures("opencode_bin", "sandboxes")
+@pytest.mark.usefixtures("standin_sandboxes")
 async def test_a_batch_grid_reads_in_every_theme(tmp_path):
-    """Two real episodes of a batch (OpenCode in bubblewrap, the replay model), their grid once ended."""
+    """Two real episodes of a batch (the stand-in OpenCode in bubblewrap, the replay model), their grid once ended."""
     from smoldata_tui.tasks import default_task_root, load_task
     from smoldata_tui.ui.apps.batch import BatchApp
 

@@ -1,7 +1,7 @@
 """The home screen (``smoldata-tui`` with no COMMAND): any task-set folder (``--tasks DIR`` and the
 folder field), ``?``, and ``q`` on a run launched from home coming back home. The real app via
-Pilot (one real episode: OpenCode in bubblewrap, answered by the replay model) and in a real
-pseudo-terminal for the command line."""
+Pilot (one real episode: the stand-in OpenCode, as the test is about our screens, in bubblewrap,
+answered by the replay model) and in a real pseudo-terminal for the command line."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from smoldata_tui.ui.screens.home import HomeScreen, LaunchForm
 from smoldata_tui.ui.screens.live import ConfirmCancel, LiveScreen
 
 from .conftest import ROOT
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs, sandboxes  # noqa: F401
+from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs
+from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
 from .test_tasks_load import write_task
 from .test_tui_exit_status import terminal, wait_for_text
 from .test_ui_live import wait_for
@@ -104,8 +104,7 @@ async def test_the_folder_field_lists_another_task_set_and_says_why_it_cannot(tm
         assert app.screen.launch_task.folder == root / "first-task"
 
 
-@pytest.mark.usefixtures("opencode_bin")
-async def test_q_on_a_run_from_home_asks_then_stops_it_and_comes_back_home(tmp_path, sandboxes):
+async def test_q_on_a_run_from_home_asks_then_stops_it_and_comes_back_home(tmp_path, standin_sandboxes):
     marker = f"home-q-{os.getpid()}"
     recording = _sleeping_recording(tmp_path, marker)
     runs = tmp_path / "runs"
@@ -137,7 +136,7 @@ async def test_q_on_a_run_from_home_asks_then_stops_it_and_comes_back_home(tmp_p
         result = live.result
         assert result.status == "cancelled" and result.trace_path.is_file()
         assert result.trace_path.with_name("run.meta.json").is_file()
-        assert processes_matching(marker) == [] and sandbox_dirs(sandboxes) == []
+        assert processes_matching(marker) == [] and sandbox_dirs(standin_sandboxes) == []
         await wait_for(pilot, lambda: "1 saved episode in" in shown(app), 5)  # the list is read again
         await pilot.press("q")  # q on home quits
         await wait_for(pilot, lambda: not app.is_running, 10)
