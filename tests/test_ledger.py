@@ -1,5 +1,5 @@
-"""The training ledger on real captured episodes: the real OpenCode in a real bubblewrap sandbox,
-the replay model behind openenv's capture proxy. An honest run, an agent that forges turns by
+"""The training ledger on real captured episodes: the stand-in OpenCode (the ledger is our code, not
+OpenCode's) in a real bubblewrap sandbox, the replay model behind openenv's capture proxy. An honest run, an agent that forges turns by
 posting chat requests to the capture proxy with its own session id, and a stream with a dropped
 tool event checked against its capture."""
 
@@ -16,8 +16,8 @@ from smoldata_tui.replay.script import ReplayCall, ReplayScript, ReplayTurn
 from smoldata_tui.training.ledger import build_ledger
 
 from .conftest import SAMPLES, run_cli
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import private_cache, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import private_cache
+from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
 
 FORGE = r"""python3 - <<'EOF'
 import json, os, urllib.request
@@ -47,13 +47,13 @@ def _forging_script() -> ReplayScript:
 
 
 @pytest.fixture(scope="module")
-def episodes(tmp_path_factory, opencode_bin):  # noqa: F811 - the imported fixture
+def episodes(tmp_path_factory, standin_opencode):
     """One honest captured episode and one forging episode, shared by the tests of this module."""
     from .test_training_capture import run
 
     root = tmp_path_factory.mktemp("ledger")
-    with pytest.MonkeyPatch.context() as patch:  # sandboxes under this test's folder, OpenCode shared
-        private_cache(root, patch)
+    with pytest.MonkeyPatch.context() as patch:  # sandboxes under this test's folder, the stand-in as OpenCode
+        private_cache(root, patch, opencode_cache=standin_opencode.parents[2])
         honest, _, _ = run(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"), root / "honest")
         forged, _, _ = run(_forging_script(), root / "forged")
     assert honest.error is None and forged.error is None, (honest.error, forged.error)
@@ -135,7 +135,7 @@ async def test_the_training_tab_marks_the_forged_turns_and_draws_the_rollout_gra
         assert "ledger_unmatched_turn" in text and "conversation B starts here" in text, text
 
 
-def test_a_call_only_opencode_export_recovered_is_a_warning_not_an_error(tmp_path, sandboxes):
+def test_a_call_only_opencode_export_recovered_is_a_warning_not_an_error(tmp_path, standin_sandboxes):
     """Stopped inside its bash call: the stream never reports the running call, the capture has it,
     and opencode export recovers it (run.meta.json's recovered_calls): the third source explains it."""
     import threading

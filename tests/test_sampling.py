@@ -1,6 +1,7 @@
 """``--sampling temperature=T``: training's sampling policy, set on the capture session as a trainer
 sets it (openenv's ``training_sampling``), sent with every request and recorded on every turn; any
-other knob or value is a usage error naming it; the Training tab shows requested → applied."""
+other knob or value is a usage error naming it; the Training tab shows requested → applied. The
+episodes run the stand-in OpenCode: the policy is ours and the capture proxy's, not OpenCode's."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from smoldata_tui.ui.widgets.training_panel import turn_detail_text
 
 from .conftest import SAMPLES, run_cli
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import Recorder, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import Recorder
+from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
 from .test_training_capture import agent_requests, replay_endpoint
 
 POLICY = {"temperature": 0.3, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0,
@@ -29,8 +30,8 @@ def _words(text: str) -> str:
     return " ".join(text.split())
 
 
-@pytest.mark.usefixtures("opencode_bin")
-def test_every_request_carries_the_policy_and_every_turn_records_it(tmp_path, sandboxes):
+@pytest.mark.usefixtures("standin_sandboxes")
+def test_every_request_carries_the_policy_and_every_turn_records_it(tmp_path):
     endpoint, server = replay_endpoint(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"))
     spec = EpisodeSpec(task=load_task(default_task_root() / "sales-top-region"), endpoint=endpoint,
                        save_dir=tmp_path / "runs", timeout_s=120, sampling=parse_sampling(["temperature=0.3"]))  # fmt: skip
@@ -79,8 +80,8 @@ def test_a_turn_without_sampling_says_engine_defaults():
     assert "temperature 0.7 → not sent: the engine's default applied" in _words(turn_detail_text(summarise_turn(0, asked), None, []).plain)
 
 
-@pytest.mark.usefixtures("opencode_bin")
-def test_an_endpoint_without_token_ids_fails_the_capture_stage_with_sampling(tmp_path, sandboxes):
+@pytest.mark.usefixtures("standin_sandboxes")
+def test_an_endpoint_without_token_ids_fails_the_capture_stage_with_sampling(tmp_path):
     """openenv applies a training policy only to a trainable capture (it refuses every request of
     the session otherwise): said once, before the agent starts, instead of an agent whose every call fails."""
     endpoint, server = replay_endpoint(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"), answer_level="text")

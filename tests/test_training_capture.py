@@ -1,7 +1,8 @@
-"""Live episodes through openenv's real capture proxy: the real OpenCode in a real bubblewrap
-sandbox, the replay model speaking vLLM's token-id dialect and logging what reached it, the saved
+"""Live episodes through openenv's real capture proxy: OpenCode in a real bubblewrap sandbox, the
+replay model speaking vLLM's token-id dialect and logging what reached it, the saved
 ``run.training.json`` checked against openenv's own ``TrainingTrace`` and the seed's rule, and
-``check`` reading the episode's sidecars."""
+``check`` reading the episode's sidecars. Tests about our capture, grading and saved files run the
+stand-in OpenCode; the two whose assertions read what OpenCode itself sends keep the real one."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from .conftest import SAMPLES, run_cli
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import Recorder, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
+from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
 
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 # An organisation prefix, which must reach the model whole; not a Qwen3.5 name, for which openenv
 # disables thinking by itself: here only the environment's policy does.
 MODEL = "acme-labs/coder-7b-instruct"
@@ -99,6 +100,9 @@ def assert_trainable_episode(result, server: ReplayServer, expected_calls: int |
     return metadata
 
 
+# The real OpenCode: the system prompt's model line and the disabled tools it offers are OpenCode's,
+# and this is the module's one trainable episode checked against the real binary.
+@pytest.mark.usefixtures("opencode_bin")
 def test_live_episode_through_the_capture_proxy_is_trainable_and_flags_the_configuration(tmp_path, sandboxes):
     script = ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl")
     result, recorder, server = run(script, tmp_path / "runs")
@@ -133,13 +137,13 @@ def _repeating_call_id_script() -> ReplayScript:
     ])  # fmt: skip
 
 
-def test_a_repeated_call_id_gives_every_turn_native_tool_calls_none(tmp_path, sandboxes):
+def test_a_repeated_call_id_gives_every_turn_native_tool_calls_none(tmp_path, standin_sandboxes):
     result, _, server = run(_repeating_call_id_script(), tmp_path / "runs")
     assert result.grade.env_reward == 1.0  # the answer is right; training still drops the record
     assert_trainable_episode(result, server, expected_calls=None)
 
 
-def test_an_endpoint_without_token_ids_is_said_not_trainable(tmp_path, sandboxes):
+def test_an_endpoint_without_token_ids_is_said_not_trainable(tmp_path, standin_sandboxes):
     result, recorder, server = run(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"), tmp_path / "runs",
                                    answer_level="text")  # fmt: skip
     assert result.error is None and result.grade.env_reward == 1.0
@@ -153,6 +157,8 @@ def test_an_endpoint_without_token_ids_is_said_not_trainable(tmp_path, sandboxes
         assert request["max_tokens"] <= 4096 and request["enable_thinking"] is False
 
 
+# The real OpenCode: its own request's output budget (32000) and thinking switch are what is checked.
+@pytest.mark.usefixtures("opencode_bin")
 def test_no_capture_talks_straight_to_the_endpoint_and_check_says_so(tmp_path, sandboxes):
     result, _, server = run(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"), tmp_path / "runs", capture=False)
     assert result.error is None and result.grade.env_reward == 1.0
@@ -196,7 +202,7 @@ def test_daytona_episode_captures_inside_the_sandbox_and_is_trainable(tmp_path, 
     assert local_daytona.sandbox_ids() == []
 
 
-def test_a_cancelled_episode_keeps_its_training_record_and_stops_the_proxy(tmp_path, sandboxes):
+def test_a_cancelled_episode_keeps_its_training_record_and_stops_the_proxy(tmp_path, standin_sandboxes):
     import socket
     import threading
     import time
@@ -225,4 +231,4 @@ def test_a_cancelled_episode_keeps_its_training_record_and_stops_the_proxy(tmp_p
     assert [turn["metadata"]["native_tool_calls"] for turn in trace.turns] == [seed.calls] == [None]
     with pytest.raises(OSError):  # the proxy is gone with the episode
         socket.create_connection(("127.0.0.1", capture["port"]), timeout=5).close()
-    assert sandbox_dirs(sandboxes) == []
+    assert sandbox_dirs(standin_sandboxes) == []
