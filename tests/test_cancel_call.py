@@ -20,7 +20,7 @@ from smoldata_tui.trace.build import TraceBuilder
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .scripted_endpoint import correct_answer
 from .test_episode_local import Recorder, processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - fixtures
-from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
 
 
 def _hanging_then_answering(tmp_path, marker: str, answer: str):

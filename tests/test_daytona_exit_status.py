@@ -13,12 +13,9 @@ from smoldata_tui.ui.apps.live import LiveApp, episode_exit_status
 
 from .conftest import SAMPLES
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
-from .test_episode_local import _sleeping_recording, sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import _sleeping_recording, standin_sandboxes  # noqa: F401 - a fixture
 from .test_ui_daytona import daytona_spec
 from .test_ui_live import live_screen, spec_for, wait_for
-
-pytestmark = pytest.mark.usefixtures("opencode_bin")
 
 
 async def test_the_live_app_exits_0_once_its_episode_was_graded(tmp_path, local_daytona):
@@ -38,7 +35,7 @@ def test_a_headless_run_that_timed_out_exits_1(tmp_path, backend, request):
         request.getfixturevalue("local_daytona")
         spec = daytona_spec(_sleeping_recording(tmp_path), tmp_path / "runs", timeout=8)
     else:
-        request.getfixturevalue("sandboxes")
+        request.getfixturevalue("standin_sandboxes")
         spec = spec_for(_sleeping_recording(tmp_path), tmp_path / "runs", timeout=8)
     out, err = io.StringIO(), io.StringIO()
     assert run_headless(spec, out, err) == 1

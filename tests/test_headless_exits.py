@@ -21,7 +21,8 @@ from smoldata_tui.tasks import default_task_root
 
 from .conftest import SAMPLES
 from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs
-from .test_live_exits import AGENT_START_S, STOP_S, _wait_for, standin_sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
+from .test_live_exits import AGENT_START_S, STOP_S, _wait_for
 
 
 class Headless:

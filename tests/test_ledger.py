@@ -17,7 +17,7 @@ from smoldata_tui.training.ledger import build_ledger
 
 from .conftest import SAMPLES, run_cli
 from .test_episode_local import private_cache
-from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
 
 FORGE = r"""python3 - <<'EOF'
 import json, os, urllib.request

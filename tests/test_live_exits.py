@@ -14,17 +14,10 @@ from pathlib import Path
 import pytest
 
 from .live_pty import TerminalApp, still_alive
-from .test_episode_local import _sleeping_recording, private_cache, processes_matching, sandbox_dirs
+from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs, standin_sandboxes  # noqa: F401
 
 AGENT_START_S = 240  # a loaded CI machine can take minutes to start OpenCode
 STOP_S = 120  # TERM grace, `opencode export`, removing the sandbox: seconds, but a loaded machine is slow
-
-
-@pytest.fixture
-def standin_sandboxes(tmp_path, monkeypatch, standin_opencode):
-    """As test_episode_local's ``sandboxes``, with the stand-in as the cached OpenCode 1.18.31: for
-    tests about our code around the agent, which need no real OpenCode start (~4.5 CPU s each)."""
-    return private_cache(tmp_path, monkeypatch, opencode_cache=standin_opencode.parents[2])
 
 
 def _wait_for(condition, timeout: float) -> bool:

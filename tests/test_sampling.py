@@ -19,7 +19,7 @@ from smoldata_tui.ui.widgets.training_panel import turn_detail_text
 from .conftest import SAMPLES, run_cli
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
 from .test_episode_local import Recorder
-from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
 from .test_training_capture import agent_requests, replay_endpoint
 
 POLICY = {"temperature": 0.3, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0,

@@ -25,7 +25,7 @@ from .conftest import SAMPLES, run_cli
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import Recorder, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
-from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
 
 # An organisation prefix, which must reach the model whole; not a Qwen3.5 name, for which openenv
 # disables thinking by itself: here only the environment's policy does.

@@ -19,7 +19,7 @@ from smoldata_tui.ui.screens.fleet import FleetScreen
 from smoldata_tui.ui.screens.live import ConfirmCancel
 
 from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs
-from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
 from .test_ui_live import wait_for
 
 

@@ -30,7 +30,7 @@ from smoldata_tui.store.metadata import metadata_path_for
 from smoldata_tui.ui.theme_text import READABLE, contrast, readable_variables
 
 from .conftest import SAMPLES
-from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
 from .test_ui_helpers import loaded, replay_app, wait_for
 
 TEXT_MINIMUM = 4.5

@@ -17,7 +17,7 @@ from smoldata_tui.ui.screens.live import ConfirmCancel, LiveScreen
 
 from .conftest import ROOT
 from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs
-from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
 from .test_tasks_load import write_task
 from .test_tui_exit_status import terminal, wait_for_text
 from .test_ui_live import wait_for

@@ -17,7 +17,7 @@ from smoldata_tui.ui.screens.live import ConfirmCancel, LiveScreen
 
 from .conftest import SAMPLES
 from .test_episode_local import _sleeping_recording, processes_matching, sandbox_dirs
-from .test_live_exits import standin_sandboxes  # noqa: F401 - a fixture
+from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
 
 
 def spec_for(recording, save_dir, timeout=300) -> EpisodeSpec:
