@@ -1,13 +1,15 @@
-"""The stand-in OpenCode (``agent.py``) as the single executable file ``--opencode-bin`` takes.
-
-A local sandbox binds one file as the agent's binary and a Daytona sandbox gets one file
-uploaded, so the program and the requests recorded from OpenCode 1.18.31 go into one script.
+"""The stand-in OpenCode (``agent.py``, ``tools.py`` and the requests recorded from OpenCode 1.18.31)
+as the single executable file ``--opencode-bin`` takes: a zip application (``zipapp``), since a
+local sandbox binds one file as the agent's binary and a Daytona sandbox gets one file uploaded.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+import zipapp
 from pathlib import Path
 
 import pytest
@@ -15,8 +17,7 @@ import pytest
 from smoldata_tui.opencode.plugin_deps import COPIED_FILES, DONE_MARKER
 
 HERE = Path(__file__).parent
-RECORDED_REQUESTS = HERE / "opencode-1.18.31-requests.json"
-_PLACEHOLDER = "RECORDED: dict = {}"
+SOURCES = ("agent.py", "tools.py", "opencode-1.18.31-requests.json")
 
 
 def build_standin(cache: Path) -> Path:
@@ -25,18 +26,17 @@ def build_standin(cache: Path) -> Path:
 
     Its plugin folder is there too, empty but complete: the stand-in loads no plugin, and an
     episode would otherwise install OpenCode's plugin package from npm for it."""
-    source = (HERE / "agent.py").read_text(encoding="utf-8")
-    recorded = json.loads(RECORDED_REQUESTS.read_text(encoding="utf-8"))
-    assert source.count(_PLACEHOLDER) == 1, "agent.py lost the line the recorded requests replace"
-    script = "#!/usr/bin/env python3\n" + source.replace(_PLACEHOLDER, f"RECORDED: dict = {recorded!r}")
-    version = recorded["version"]
+    version = json.loads((HERE / SOURCES[-1]).read_text(encoding="utf-8"))["version"]
     folder = cache / version / "bin"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "opencode"
-    temporary = folder / ".opencode.tmp"
-    temporary.write_text(script, encoding="utf-8")
-    temporary.chmod(0o755)
-    os.replace(temporary, path)
+    with tempfile.TemporaryDirectory(dir=folder) as staging:
+        for name in SOURCES:
+            shutil.copy(HERE / name, Path(staging, name))
+        packed = folder / ".opencode.tmp"
+        zipapp.create_archive(staging, packed, interpreter="/usr/bin/env python3", main="agent:cli")
+    packed.chmod(0o755)
+    os.replace(packed, path)
     plugin = cache / f"plugin-{version}"
     (plugin / "node_modules").mkdir(parents=True, exist_ok=True)
     for name in COPIED_FILES:

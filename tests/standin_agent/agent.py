@@ -21,30 +21,30 @@ What it does is what the real binary does with the same config, measured against
   signal, with nothing flushed for the step in flight).
 
 Standard library only: it runs inside the sandbox, with the sandbox's ``python3``. The test
-fixture (``tests/standin_agent/__init__.py``) writes it out as one executable file with the
-recorded requests inside, since the sandbox gets a single file bound as the OpenCode binary.
+fixture (``tests/standin_agent/__init__.py``) packs it, its tools (``tools.py``) and the recorded
+requests into one executable zip (``zipapp``), since a sandbox gets one file as OpenCode's binary.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
+import pkgutil
 import random
 import signal
 import string
-import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 
-RECORDED: dict = {}  # the fixture puts opencode-1.18.31-requests.json here
+from tools import TOOLS, ToolError, unavailable  # noqa: I001 - beside this file in the stand-in's zip
+
+RECORDED_FILE = "opencode-1.18.31-requests.json"  # OpenCode 1.18.31's own requests, recorded from the real binary
+RECORDED: dict = json.loads(pkgutil.get_data(__name__, RECORDED_FILE))
 
 _BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
-_BASH_METADATA_OUTPUT_LIMIT = 30_000
-_BASH_DEFAULT_TIMEOUT_MS = 120_000
 _FINISH_REASONS = {"stop": "stop", "tool_calls": "tool-calls", "length": "length", "content_filter": "content-filter"}
 _RETRY_FOR_S = 65.0  # 1.18.31 retries a 5xx or a refused connection silently for about this long
 _OFFERED = ("bash", "edit", "glob", "grep", "read", "skill", "task", "todowrite", "webfetch", "write")
@@ -292,7 +292,7 @@ class Session:
             with self.lock:
                 self.keep(self.tool_part(name, call["id"], part_id, running))
             try:
-                output, title, metadata = TOOLS.get(name, _unavailable)(arguments, self.cwd)
+                output, title, metadata = TOOLS.get(name, unavailable)(arguments, self.cwd)
                 state = {"status": "completed", "input": arguments, "output": output, "metadata": metadata,
                          "title": title}
             except ToolError as exc:
@@ -325,149 +325,6 @@ def _api_error(exc: Exception) -> dict:
     return {"name": "UnknownError", "data": {"message": f"{type(exc).__name__}: {exc}"}}
 
 
-# -------------------------------------------------------------------- the tools
-
-
-class ToolError(Exception):
-    """A call OpenCode answers with ``status: "error"``."""
-
-
-def _relative(path: str) -> str:
-    return os.path.relpath(path, "/")
-
-
-def _absolute(path: str, cwd: str) -> str:
-    return path if os.path.isabs(path) else os.path.join(cwd, path)
-
-
-def _bash(arguments: dict, cwd: str):
-    command = arguments.get("command")
-    if not isinstance(command, str):
-        raise ToolError("The bash tool was called with invalid arguments: command must be a string.")
-    timeout_ms = arguments.get("timeout") or _BASH_DEFAULT_TIMEOUT_MS
-    proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
-    try:
-        data, _ = proc.communicate(timeout=timeout_ms / 1000)
-        suffix = ""
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        data, _ = proc.communicate()
-        suffix = f"\n\n<bash_metadata>\nbash tool terminated command after exceeding timeout {timeout_ms} ms\n</bash_metadata>"
-    output = data.decode("utf-8", "replace") + suffix or "(no output)"
-    shown = output if len(output) <= _BASH_METADATA_OUTPUT_LIMIT else output[:_BASH_METADATA_OUTPUT_LIMIT] + "\n\n..."
-    return output, command, {"output": shown, "exit": proc.returncode, "truncated": False}
-
-
-def _write(arguments: dict, cwd: str):
-    path, content = arguments.get("filePath"), arguments.get("content")
-    if not isinstance(path, str) or not isinstance(content, str):
-        raise ToolError("The write tool was called with invalid arguments: filePath and content must be strings.")
-    path = _absolute(path, cwd)
-    existed = os.path.exists(path)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(content)
-    return "Wrote file successfully.", _relative(path), {"diagnostics": {}, "filepath": path, "exists": existed,
-                                                         "truncated": False}
-
-
-def _read(arguments: dict, cwd: str):
-    path = arguments.get("filePath")
-    if not isinstance(path, str):
-        raise ToolError("The read tool was called with invalid arguments: filePath must be a string.")
-    path = _absolute(path, cwd)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().split("\n")
-    except FileNotFoundError:
-        raise ToolError(f"File not found: {path}") from None
-    except OSError as exc:
-        raise ToolError(str(exc)) from None
-    if lines and lines[-1] == "":
-        lines.pop()
-    offset = max(int(arguments.get("offset") or 1), 1)
-    shown = lines[offset - 1: offset - 1 + int(arguments.get("limit") or 2000)]
-    numbered = "\n".join(f"{offset + index}: {line}" for index, line in enumerate(shown))
-    output = (f"<path>{path}</path>\n<type>file</type>\n<content>\n{numbered}\n\n"
-              f"(End of file - total {len(lines)} lines)\n</content>")
-    preview = "\n".join(shown[:20])
-    return output, _relative(path), {"preview": preview, "truncated": False, "loaded": [],
-                                     "display": {"type": "file", "path": path, "text": preview, "lineStart": offset,
-                                                 "lineEnd": offset + len(shown) - 1, "totalLines": len(lines),
-                                                 "truncated": False}}
-
-
-def _edit(arguments: dict, cwd: str):
-    path, old, new = arguments.get("filePath"), arguments.get("oldString"), arguments.get("newString")
-    if not all(isinstance(value, str) for value in (path, old, new)):
-        raise ToolError("The edit tool was called with invalid arguments: filePath, oldString and newString must be strings.")
-    if old == new:
-        raise ToolError("No changes to apply: oldString and newString are identical.")
-    path = _absolute(path, cwd)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            content = handle.read()
-    except OSError:
-        raise ToolError(f"File {path} not found") from None
-    count = content.count(old)
-    if count == 0:
-        raise ToolError("oldString not found in content")
-    if count > 1 and not arguments.get("replaceAll"):
-        raise ToolError("Found multiple matches for oldString. Provide more surrounding lines in oldString to "
-                        "identify the correct match.")
-    changed = content.replace(old, new)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(changed)
-    patch, additions, deletions = _patch(path, content, changed)
-    return "Edit applied successfully.", _relative(path), {
-        "diagnostics": {}, "diff": patch, "filediff": {"file": path, "patch": patch, "additions": additions,
-                                                      "deletions": deletions}, "truncated": False}
-
-
-def _patch(path: str, before: str, after: str) -> tuple[str, int, int]:
-    """The patch OpenCode's edit reports (jsdiff's ``createTwoFilesPatch``: 3 lines of context)."""
-    old_lines, new_lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    lines = [f"Index: {path}\n", "=" * 67 + "\n", f"--- {path}\n", f"+++ {path}\n"]
-    additions = deletions = 0
-    for group in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_grouped_opcodes(3):
-        first, last = group[0], group[-1]
-        old_start, old_end, new_start, new_end = first[1], last[2], first[3], last[4]
-        lines.append(f"@@ -{old_start + 1 if old_end > old_start else old_start},{old_end - old_start} "
-                     f"+{new_start + 1 if new_end > new_start else new_start},{new_end - new_start} @@\n")
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                lines += [" " + line for line in old_lines[i1:i2]]
-                continue
-            lines += ["-" + line for line in old_lines[i1:i2]]
-            lines += ["+" + line for line in new_lines[j1:j2]]
-            deletions += i2 - i1
-            additions += j2 - j1
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines), \
-        additions, deletions
-
-
-def _todowrite(arguments: dict, cwd: str):
-    todos = arguments.get("todos")
-    if not isinstance(todos, list):
-        raise ToolError("The todowrite tool was called with invalid arguments: todos must be a list.")
-    kept = [{key: todo.get(key) for key in ("content", "status", "priority")} for todo in todos if isinstance(todo, dict)]
-    open_todos = sum(1 for todo in kept if todo["status"] != "completed")
-    return json.dumps(kept, indent=2), f"{open_todos} todos", {"todos": kept, "truncated": False}
-
-
-def _ripgrep_missing(arguments: dict, cwd: str):
-    raise ToolError("ripgrep execution failed")
-
-
-def _unavailable(arguments: dict, cwd: str):
-    raise ToolError("Tool execution failed")
-
-
-TOOLS = {"bash": _bash, "write": _write, "read": _read, "edit": _edit, "todowrite": _todowrite,
-         "glob": _ripgrep_missing, "grep": _ripgrep_missing}
-
-
 def session_path(session_id: str) -> str:
     data_home = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
     return os.path.join(data_home, "opencode", "standin-sessions", os.path.basename(session_id) + ".json")
@@ -487,8 +344,9 @@ def export(session_id: str) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it as it ends OpenCode: 130, no traceback
+    argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["--version"], ["-v"]):
         print(RECORDED["version"])
         return 0
@@ -504,5 +362,10 @@ def main(argv: list[str]) -> int:
     return Session(words[-1]).run()
 
 
+def cli() -> None:
+    """The zip application's entry point (zipapp's ``__main__`` drops what its function returns)."""
+    sys.exit(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    cli()
