@@ -68,7 +68,7 @@ def test_a_rejected_key_fails_without_saying_a_sandbox_may_remain(tmp_path, loca
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_a_signal_during_create_retries_ends_the_run_within_two_seconds(tmp_path, local_daytona, how):
+def test_a_signal_during_create_retries_ends_the_run_within_seconds(tmp_path, local_daytona, how):
     # 500s on every control-plane call: the create may have happened, and the lookup for what it made fails too.
     local_daytona.fail_next(1000, 500, path_contains="/api/sandbox")
     env = environment(cache=str(tmp_path / "cache"))
@@ -93,7 +93,10 @@ def test_a_signal_during_create_retries_ends_the_run_within_two_seconds(tmp_path
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert stopped_after < 2.0, f"{stopped_after:.2f} s after the signal:\n" + "".join(lines)
+    # 0.4-0.5 s on an idle machine, 2.3 s once with two busy loops beside four test workers on 2 CPUs.
+    # 5 s still fails a run whose retries go on after the signal (their budget is 120 s) or whose
+    # cleanup after it is not held to its 1.5 s.
+    assert stopped_after < 5.0, f"{stopped_after:.2f} s after the signal:\n" + "".join(lines)
     assert proc.returncode == (130 if how == signal.SIGINT else 1)
     time.sleep(0.2)  # the reader takes the last lines
     assert "creating the Daytona sandbox was cancelled" in "".join(lines) and "Traceback" not in "".join(lines)
