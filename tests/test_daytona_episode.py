@@ -269,7 +269,7 @@ def test_an_export_that_keeps_failing_never_costs_the_grade(tmp_path, local_dayt
     result, recorder = run_daytona("sales-top-region", f"replay:{_self_killing_recording(tmp_path)}", tmp_path / "runs",
                                    settings=settings)  # fmt: skip
     assert result.error is None, result.error
-    assert result.status == "killed" and result.grade.env_reward == 1.0 and result.recovered == []
+    assert (result.status, result.grade.env_reward, result.recovered) == ("killed", 1.0, []), (result.grade, messages(recorder))
     recover = messages(recorder, "recover calls")
     assert any("opencode export failed" in m for m in recover), recover
     assert local_daytona.sandbox_ids() == []

@@ -138,3 +138,21 @@ def test_a_lost_answer_to_each_repeatable_setup_command_is_retried_and_the_episo
     with local_daytona.faults.lock:
         assert local_daytona.faults.failures == []  # every drop hit its command
     assert local_daytona.sandbox_ids() == []
+
+
+def test_a_look_at_the_answer_killed_in_the_sandbox_is_asked_again_and_the_grade_kept(tmp_path, local_daytona):
+    """A loaded sandbox can kill a command's shell (exit 137, nothing printed). Whether the answer
+    exists and how big it is were taken for "no" then: a written answer graded as missing (0.0),
+    seen once in a suite run under load."""
+    from .test_daytona_episode import PASSING, messages, run_daytona
+
+    local_daytona.kill_command_next(1, body_contains="test -e /workdir/answer.txt")
+    local_daytona.kill_command_next(1, body_contains="stat -c %s /workdir/answer.txt")
+    result, recorder = run_daytona("sales-top-region", f"replay:{PASSING}", tmp_path / "runs")
+    assert result.error is None, result.error
+    assert (result.status, result.grade.env_reward) == ("finished", 1.0), (result.grade, messages(recorder))
+    asked_again = [m for m in messages(recorder) if "cut short a look at" in m]
+    assert len(asked_again) == 2, messages(recorder)
+    with local_daytona.faults.lock:
+        assert local_daytona.faults.failures == []  # both kills hit their command
+    assert local_daytona.sandbox_ids() == []

@@ -23,6 +23,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # injected faults never hit it, or a test's ``fail_next(1)`` would race with a background reconnect.
 SOCKET_IO = "/socket.io"
 DROPPED = 0  # status logged for a request whose connection was aborted
+KILLED = -137  # a command answered as if the sandbox had killed its shell: exit 137, no output, never run
 
 
 @dataclass
@@ -158,6 +159,8 @@ def make_middleware(state: ServerState, faults: Faults, api_key: str):
             state.record_request(request.method, request.path, DROPPED)
             abort_connection(request)
             raise web.HTTPException()
+        if status == KILLED:
+            return web.json_response({"exitCode": 137, "result": ""})
         if status is not None:
             return injected_error(request, status)
         return await _handled(request, handler)

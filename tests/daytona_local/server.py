@@ -27,7 +27,7 @@ from smoldata_tui.sandbox.host_python import host_python_binds
 from smoldata_tui.sandbox import LocalSandboxBackend
 from tests.daytona_local import builds, control_plane, toolbox, toolbox_files
 from tests.daytona_local.builds import Builds
-from tests.daytona_local.faults import DROPPED, Faults, Pattern, make_middleware
+from tests.daytona_local.faults import DROPPED, KILLED, Faults, Pattern, make_middleware
 from tests.daytona_local.state import SandboxRecord, ServerState
 
 DEFAULT_IMAGES_WITH_OPENCODE = frozenset({"docker.io/savatar101/env-data-agent-train:base"})
@@ -55,7 +55,7 @@ class LocalDaytona:
         # An image with OpenCode also has OpenCode's plugin package in its config folders, as one whose
         # build started OpenCode once would: its sandboxes skip the npm install OpenCode makes in a
         # fresh home (~10 s of CPU each, on this machine). OpenCode's cache holds it per version.
-        self.plugin_deps = (ensure_plugin_deps(self.opencode_bin_dir.parent.name)
+        self.plugin_deps = (ensure_plugin_deps(self.opencode_bin_dir.parent.name, cache_dir=self.opencode_bin_dir.parents[1])
                             if self.opencode_bin_dir is not None else None)  # fmt: skip
         self.images_with_opencode = set(images_with_opencode)
         self.image_kinds = dict(image_kinds or {})
@@ -238,6 +238,13 @@ class LocalDaytona:
         the client cannot tell whether they ran."""
         with self.faults.lock:
             self.faults.fail_next(count, DROPPED, path_contains, method, _encoded(body_contains))
+
+    def kill_command_next(self, count: int, *, body_contains: str) -> None:
+        """The next ``count`` commands (``process/execute``) whose request contains ``body_contains``
+        are answered as a loaded sandbox answers a command whose shell it killed: exit 137, nothing
+        printed. They do not run."""
+        with self.faults.lock:
+            self.faults.fail_next(count, KILLED, "process/execute", "POST", _encoded(body_contains))
 
     def fail_every(self, every: int, status: int = 503, *, path_contains: str = "/toolbox/") -> None:
         """From now on every ``every``-th request whose path contains ``path_contains`` (all toolbox

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import re
 import secrets
 import threading
 import time
@@ -29,7 +30,7 @@ T = TypeVar("T")
 _log = logging.getLogger(__name__)
 GOOD_STATES = frozenset({"started", "starting"})
 MAX_APPENDED = 4 << 20
-GARBLED_READS = 3  # tries of a log read whose reply is not what its script prints
+GARBLED_READS = 3  # tries of a log read (or a look) whose reply is not what its script prints
 # Past the retry deadline (--timeout ran out: recovering calls and grading), what a call may still
 # spend on retries: the episode's grading floor, no more.
 LATE_RETRY_BUDGET_S = 30.0
@@ -231,7 +232,7 @@ class DaytonaSandbox:
             raise
 
     def exists(self, path: str) -> bool:
-        return self._exec(shell.exists(path), timeout=60).stdout.strip() == "yes"
+        return self._ask(f"whether {path} exists", shell.exists(path), {"yes": True, "no": False}.get)
 
     def read_bytes(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         """At most ``limit`` bytes from ``offset`` on; without a limit, the rest of the file, or
@@ -263,9 +264,25 @@ class DaytonaSandbox:
         return data
 
     def size(self, path: str) -> int | None:
-        text = self._exec(shell.file_size(path), timeout=60).stdout.strip()
-        size = int(text) if text.lstrip("-").isdigit() else -1
+        size = self._ask(f"the size of {path}", shell.file_size(path), _whole_number)
         return None if size < 0 else size
+
+    def _ask(self, what: str, cmd: str, parse: Callable[[str], T | None]) -> T:
+        """What a command that only looks prints (yes/no, a number), asked again when its reply is
+        not one: a loaded sandbox can kill the command's shell (exit 137, nothing printed), and an
+        empty reply taken for "no" once turned a graded answer into a missing one."""
+        for attempt in range(1, GARBLED_READS + 1):
+            result = self._exec(cmd, timeout=60)
+            answer = parse(result.stdout.strip())
+            if answer is not None:
+                return answer
+            problem = SandboxError(f"no answer to {what} (exit code {result.exit_code}, {attempt} tries): "
+                                   f"{(result.stdout + result.stderr).strip()[-200:]!r}")  # fmt: skip
+            self._raise_if_lost(problem)
+            if attempt == GARBLED_READS:
+                raise problem
+            self.notify(f"the sandbox cut short a look at {what} (exit code {result.exit_code}): asking again")
+        raise AssertionError("unreachable")
 
     def read_appended(self, path: str, offset: int, limit: int = MAX_APPENDED, wait_s: float = 0.5) -> bytes:
         """The bytes of ``path`` from ``offset`` on, waiting in the sandbox up to ``wait_s`` for some
@@ -364,6 +381,10 @@ class DaytonaSandbox:
 
     def __repr__(self) -> str:
         return f"DaytonaSandbox(id={self._sandbox.id!r}, closed={self._closed})"
+
+
+def _whole_number(text: str) -> int | None:
+    return int(text) if re.fullmatch(r"-?[0-9]+", text) else None
 
 
 def _state_of(sandbox: Any) -> tuple[str, str]:
