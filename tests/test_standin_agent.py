@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import threading
 import time
 import urllib.request
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -28,7 +30,6 @@ from smoldata_tui.trace.build import TraceBuilder
 
 from .opencode_fixture import FAKE_API_KEY, opencode_bin, prepare_home, run_agent  # noqa: F401 - a fixture
 from .standin_agent import standin_opencode  # noqa: F401 - a fixture
-from .test_episode_local import processes_matching
 
 pytestmark = pytest.mark.slow
 
@@ -50,6 +51,7 @@ def every_tool_recording() -> bytes:
                  "(recorded)")
     builder.tool("list", {"path": "."}, "(recorded)")
     builder.tool("glob", {"pattern": "*.txt"}, "(recorded)")
+    builder.tool("bash", {"command": "sleep 5", "description": "Wait", "timeout": 1000}, "(recorded)")
     builder.step_finish("tool-calls")
     builder.step_start()
     builder.bash("cat notes/plan.txt", "(recorded)")
@@ -94,9 +96,9 @@ class RecordingProxy:
         self._httpd.server_close()
 
 
-def run_on_recording(binary: Path, home: Path) -> tuple[list[dict], list[dict], int]:
+def run_on_recording(binary: Path, home: Path, script: ReplayScript | None = None) -> tuple[list[dict], list[dict], int]:
     prepare_home(home, "Tidy the notes.\nThen stop.")
-    with ReplayServer(ReplayScript.from_trace(every_tool_recording())) as replay:
+    with ReplayServer(script or ReplayScript.from_trace(every_tool_recording())) as replay:
         proxy = RecordingProxy(replay.base_url)
         try:
             run = run_agent(binary, home, proxy.base_url)
@@ -118,7 +120,7 @@ def both(tmp_path_factory, opencode_bin, standin_opencode):  # noqa: F811
 
 def settled_calls(events: list[dict]) -> dict[str, dict]:
     """Each call's tool and state without its times, by call id (OpenCode runs a step's calls at
-    once and writes them as they end; the stand-in runs them in order)."""
+    once and writes them as they end, so their order depends on timing)."""
     calls = {}
     for event in events:
         if event["type"] == "tool_use":
@@ -191,9 +193,18 @@ def test_the_standin_ran_the_calls_in_its_working_directory(tmp_path, standin_op
     assert (tmp_path / "workdir" / "notes" / "plan.txt").read_text() == "one\nthree\n"
 
 
-def killed_mid_call(binary: Path, home: Path, marker: str) -> tuple[list[dict], dict, list]:
+@dataclass
+class KilledRun:
+    events: list[dict]
+    export: dict
+    unfinished: list
+    shell: dict  # the running command's process: whether it had a session of its own, its OPENCODE* variables
+
+
+def killed_mid_call(binary: Path, home: Path, marker: str) -> KilledRun:
     """Run a recording whose step writes a file and sleeps; kill the agent in its sleep (as an
-    episode's cancel does: the process group, TERM); then ``export`` the session."""
+    episode's cancel does: the process group, TERM); then ``export`` the session. The sleep, in a
+    session of its own, outlives that kill: it is killed here afterwards."""
     prepare_home(home, "Sleep on it.")
     builder = TraceBuilder()
     builder.step_start()
@@ -202,37 +213,81 @@ def killed_mid_call(binary: Path, home: Path, marker: str) -> tuple[list[dict], 
     builder.step_finish("tool-calls")
     config = opencode_config.build_opencode_json("http://127.0.0.1:1/v1", FAKE_API_KEY, "replay/recorded-model")
     environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **opencode_config.agent_environment(str(home))}
-    with ReplayServer(ReplayScript.from_trace(builder.dumps())) as replay:
-        config["provider"]["intercepted"]["options"]["baseURL"] = replay.base_url
-        Path(opencode_config.config_path(str(home))).write_text(opencode_config.opencode_json_text(config))
-        agent = subprocess.Popen(["bash", "-c", opencode_config.agent_command(str(home), opencode=str(binary))],
-                                 env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while not processes_matching(f"sleep {marker}") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(0.5)  # the write beside it has ended
-        os.killpg(agent.pid, signal.SIGTERM)
-        agent.wait(timeout=30)
+    try:
+        with ReplayServer(ReplayScript.from_trace(builder.dumps())) as replay:
+            config["provider"]["intercepted"]["options"]["baseURL"] = replay.base_url
+            Path(opencode_config.config_path(str(home))).write_text(opencode_config.opencode_json_text(config))
+            agent = subprocess.Popen(["bash", "-c", opencode_config.agent_command(str(home), opencode=str(binary))],
+                                     env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+            deadline = time.monotonic() + 60
+            while not pids_matching(f"sleep {marker}") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)  # the write beside it has ended
+            shell = process_facts(pids_matching(f"sleep {marker}")[0], agent.pid)
+            os.killpg(agent.pid, signal.SIGTERM)
+            agent.wait(timeout=30)
+    finally:
+        for pid in pids_matching(f"sleep {marker}"):
+            os.kill(pid, signal.SIGKILL)
     log = Path(opencode_config.agent_log_path(str(home))).read_bytes()
     events = [json.loads(line) for line in log.splitlines() if line.startswith(b"{")]
     done = subprocess.run([str(binary), "export", events[0]["sessionID"]], env=environment, cwd=home / "workdir",
                           capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     document = json.loads(done.stdout[done.stdout.index(b"{"):])
-    return events, document, unfinished_calls(document)
+    return KilledRun(events, document, unfinished_calls(document), shell)
+
+
+def pids_matching(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def process_facts(pid: int, agent_session: int) -> dict:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    session = int(stat[stat.rindex(")") + 2:].split()[3])
+    environment = dict(item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item)
+    return {"own_session": session not in (agent_session, 0), "OPENCODE": environment.get(b"OPENCODE"),
+            "OPENCODE_PID set": b"OPENCODE_PID" in environment}
 
 
 def test_the_standin_exports_a_call_cut_short_as_opencode_does(tmp_path, opencode_bin, standin_opencode):  # noqa: F811
-    marker = f"{300 + os.getpid() % 997 / 1000:g}"
-    real = killed_mid_call(opencode_bin, tmp_path / "real", marker)
-    standin = killed_mid_call(standin_opencode, tmp_path / "standin", marker + "1")
-    for events, document, unfinished in (real, standin):
-        assert [event["type"] for event in events] == ["step_start", "tool_use"]  # the write, not the sleep
-        assert events[1]["part"]["tool"] == "write"
-        assert [(call.tool, call.status) for call in unfinished] == [("bash", "running")]
-        assert document["info"]["id"] == events[0]["sessionID"]
-        parts = [part["type"] for message in document["messages"] for part in message["parts"]]
+    marker = f"300.{secrets.randbelow(10**9):09d}"  # this test's sleeps alone among the host's processes
+    real = killed_mid_call(opencode_bin, tmp_path / "real", marker + "1")
+    standin = killed_mid_call(standin_opencode, tmp_path / "standin", marker + "2")
+    for run in (real, standin):
+        assert [event["type"] for event in run.events] == ["step_start", "tool_use"]  # the write, not the sleep
+        assert run.events[1]["part"]["tool"] == "write"
+        assert [(call.tool, call.status) for call in run.unfinished] == [("bash", "running")]
+        assert run.export["info"]["id"] == run.events[0]["sessionID"]
+        parts = [part["type"] for message in run.export["messages"] for part in message["parts"]]
         assert parts[:2] == ["text", "step-start"] and sorted(parts[2:]) == ["tool", "tool"]
-    assert real[2][0].call_id == standin[2][0].call_id
-    assert real[2][0].input["command"] == f"sleep {marker}" and standin[2][0].input["command"] == f"sleep {marker}1"
+    assert real.unfinished[0].call_id == standin.unfinished[0].call_id
+    assert real.unfinished[0].input["command"] == f"sleep {marker}1"
+    assert standin.unfinished[0].input["command"] == f"sleep {marker}2"
+    assert standin.shell == real.shell == {"own_session": True, "OPENCODE": b"1", "OPENCODE_PID set": True}
+
+
+def test_a_call_id_the_model_repeats_comes_out_as_opencode_writes_it(tmp_path, opencode_bin, standin_opencode):  # noqa: F811
+    """A model that gives two steps' calls one id (what test_groups_batch's rejected attempt and
+    test_training_capture's repeated-id episode play): the same two tool_use lines, the same turns."""
+    from .test_training_capture import _repeating_call_id_script
+
+    real = run_on_recording(opencode_bin, tmp_path / "real", _repeating_call_id_script())
+    standin = run_on_recording(standin_opencode, tmp_path / "standin", _repeating_call_id_script())
+    assert (standin[2], shape(standin[0])) == (real[2], shape(real[0]))
+
+    def calls(events):
+        return [(e["part"]["callID"], e["part"]["tool"], e["part"]["state"]["status"], e["part"]["state"]["input"])
+                for e in events if e["type"] == "tool_use"]
+
+    assert calls(standin[0]) == calls(real[0]) and len({call[0] for call in calls(real[0])}) == 1
+    assert len(standin[1]) == len(real[1])

@@ -5,20 +5,27 @@ started one per episode. Tests about what OpenCode itself does (its requests, ex
 upgrades) keep the real binary; tests about the episode around it (sandbox, capture proxy,
 grading, saved files, batches, screens) run this instead, through ``--opencode-bin``.
 
-What it does is what the real binary does with the same config, measured against it
-(tests/test_standin_agent.py runs both on one recording and compares):
+What it does, and what tests/test_standin_agent.py compares with the real binary on one recording
+with every tool it runs (requests whole; each call's tool, input, output, title and metadata; the
+event types in order; the tokens; a killed run's export of its running call; where its shell
+runs):
 
 * reads the provider from ``$OPENCODE_CONFIG`` (baseURL, apiKey, model, timeout);
 * sends OpenCode's own requests, recorded from 1.18.31 (``opencode-1.18.31-requests.json``):
   the title side call, then the system prompt with this sandbox's working directory and date,
   the ten tool schemas, ``stream: true`` with usage, the whole history each turn, the
   instruction wrapped in double quotes;
-* runs the calls the model makes (bash, read, write, edit, todowrite; an unknown tool becomes
-  ``invalid``; glob and grep fail as 1.18.31's do offline: it fetches ripgrep on first use) one
-  after another, in the working directory;
-* writes the events OpenCode writes (``step_start``, ``text``, ``tool_use``, ``step_finish``,
-  ``error``) with its id shapes, and exits as it does (0; 1 after an ``error``; 128+N on a
-  signal, with nothing flushed for the step in flight).
+* runs a step's calls at once, each ``tool_use`` written as its call ends (bash, read, write,
+  edit, todowrite; an unknown tool becomes ``invalid``; glob and grep fail as 1.18.31's do
+  without ripgrep, which it fetches from the network on first use); a command runs in a session
+  of its own, as OpenCode's do, so stopping the agent's process group leaves it running;
+* writes the events OpenCode writes (``step_start``, ``text``, ``tool_use``, ``step_finish``) with
+  its id shapes, and keeps the session for ``export``.
+
+Written to docs/trace-format.md, not compared: a provider error (an ``error`` event, exit 1; a 5xx
+or a refused connection retried for ~65 s), the endings ``length`` and ``unknown``, a bash timeout
+(its text copied from sample_traces/real/bash_timeout.jsonl), a call id repeated across steps. Not
+done: OpenCode can swallow a first SIGTERM; this one dies at once (128+N, nothing flushed).
 
 Standard library only: it runs inside the sandbox, with the sandbox's ``python3``. The test
 fixture (``tests/standin_agent/__init__.py``) packs it, its tools (``tools.py``) and the recorded
@@ -124,7 +131,8 @@ class Session:
     def emit(self, event_type: str, **fields) -> None:
         with self.lock:
             event = {"type": event_type, "timestamp": _now_ms(), "sessionID": self.session_id, **fields}
-            os.write(1, (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+            sys.stdout.buffer.write((json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+            sys.stdout.buffer.flush()  # one line a write, as OpenCode writes them: they appear live
             if "part" in fields:
                 self.keep(fields["part"])
 
@@ -230,8 +238,14 @@ class Session:
     # ---------------------------------------------------------------- the loop
 
     def run(self) -> int:
-        title = threading.Thread(target=self.ask_title, daemon=True)
+        title = threading.Thread(target=self.ask_title, daemon=True)  # beside the first turn, as OpenCode sends it
         title.start()
+        try:
+            return self.loop()
+        finally:
+            title.join(timeout=self.timeout_s)  # a short run does not end before its title request was answered
+
+    def loop(self) -> int:
         while True:
             self.message_id = self.ids.ascending("msg")
             try:

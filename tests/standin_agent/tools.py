@@ -8,10 +8,14 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import signal
 import subprocess
 
 _BASH_METADATA_OUTPUT_LIMIT = 30_000
 _BASH_DEFAULT_TIMEOUT_MS = 120_000
+_TIMEOUT_NOTE = ("\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout {timeout_ms} ms. If this "
+                 "command is expected to take longer and is not waiting for interactive input, retry with a larger "
+                 "timeout value in milliseconds.\n</shell_metadata>")
 
 
 class ToolError(Exception):
@@ -27,22 +31,29 @@ def _absolute(path: str, cwd: str) -> str:
 
 
 def _bash(arguments: dict, cwd: str):
+    """As OpenCode 1.18.31 runs a command: ``bash -c`` a child of the agent in a session of its own
+    (so a kill of the agent's process group does not reach it), with ``OPENCODE=1`` and
+    ``OPENCODE_PID``; past its timeout the whole session is killed and the output says so."""
     command = arguments.get("command")
     if not isinstance(command, str):
         raise ToolError("The bash tool was called with invalid arguments: command must be a string.")
     timeout_ms = arguments.get("timeout") or _BASH_DEFAULT_TIMEOUT_MS
-    proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
+    environment = {**os.environ, "OPENCODE": "1", "OPENCODE_PID": str(os.getpid())}
+    proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=environment, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         data, _ = proc.communicate(timeout=timeout_ms / 1000)
-        suffix = ""
+        exit_code, suffix = proc.returncode, ""
     except subprocess.TimeoutExpired:
-        proc.kill()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         data, _ = proc.communicate()
-        suffix = f"\n\n<bash_metadata>\nbash tool terminated command after exceeding timeout {timeout_ms} ms\n</bash_metadata>"
-    output = data.decode("utf-8", "replace") + suffix or "(no output)"
+        exit_code, suffix = None, _TIMEOUT_NOTE.format(timeout_ms=timeout_ms)
+    output = (data.decode("utf-8", "replace") or "(no output)") + suffix
     shown = output if len(output) <= _BASH_METADATA_OUTPUT_LIMIT else output[:_BASH_METADATA_OUTPUT_LIMIT] + "\n\n..."
-    return output, command, {"output": shown, "exit": proc.returncode, "truncated": False}
+    return output, command, {"output": shown, "exit": exit_code, "truncated": False}
 
 
 def _write(arguments: dict, cwd: str):
