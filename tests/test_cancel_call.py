@@ -2,7 +2,9 @@
 agent's ``sleep 300`` is ended from the host; OpenCode's bash tool returns, the agent goes on to
 write its answer, the episode is graded, and the cancellation is recorded. The live timeline's
 ``K`` runs the stand-in OpenCode (it is about our screen and our cancel); the episode-level test
-keeps the real one."""
+keeps the real one, since it alone proves that OpenCode's bash tool returns once its command's
+processes are ended (the stand-in's returns as soon as its shell's output closes, so ``K`` would
+pass even if the cancel ended the shell alone, where OpenCode 1.18.31 waits out its timeout)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ from smoldata_tui.sandbox.daytona import DEFAULT_IMAGE, DaytonaSandboxBackend, D
 
 from .conftest import ROOT, SAMPLES
 from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
-from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_ui_helpers import loaded, replay_app, screen_lines
 
 FAST = dict(keepalive_s=0.5, retry_budget_s=30.0, create_timeout_s=60.0)
@@ -56,7 +55,7 @@ def test_the_environments_snapshot_variable_is_used_and_the_flag_comes_first(loc
     assert DaytonaSettings.from_environment().snapshot == "ours"
 
 
-@pytest.mark.usefixtures("opencode_bin", "no_snapshot_variables")
+@pytest.mark.usefixtures("no_snapshot_variables")
 async def test_the_flags_shape_the_sandbox_and_the_episode_tab_shows_what_it_got(tmp_path, local_daytona):
     command = [sys.executable, "-m", "smoldata_tui", "run", "--task", "sales-top-region", "--backend", "daytona",
                "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}", "--save", str(tmp_path / "runs"), "--headless",

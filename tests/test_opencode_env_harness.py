@@ -23,7 +23,7 @@ from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.trace import analyze_bytes, analyze_path
 
 from .conftest import SAMPLES
-from .daytona_local.fixtures import local_daytona  # noqa: F401 - a fixture
+from .daytona_local.fixtures import real_opencode_daytona  # noqa: F401 - a fixture
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
 from .test_episode_local import Recorder, processes_matching, sandbox_dirs, sandboxes  # noqa: F401 - a fixture
 
@@ -72,10 +72,10 @@ def test_opencode_env_drives_a_local_episode_with_its_proxy(tmp_path, sandboxes,
 
 
 @needs_opencode_env
-def test_opencode_env_drives_a_daytona_episode_with_its_proxy(tmp_path, local_daytona, opencode_bin):
+def test_opencode_env_drives_a_daytona_episode_with_its_proxy(tmp_path, real_opencode_daytona):
     result, recorder = run_harness(tmp_path, "daytona")
     check_episode(result, recorder)
-    assert local_daytona.sandbox_ids() == []
+    assert real_opencode_daytona.sandbox_ids() == []
 
 
 @needs_opencode_env

@@ -46,3 +46,11 @@ def local_daytona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, standin_openc
     (tests/test_standin_agent.py holds the stand-in to the real binary)."""
     yield from serve(LocalDaytona(opencode_bin_dir=standin_opencode.parent, sandbox_base_dir=tmp_path / "daytona-sandboxes"),
                      monkeypatch)  # fmt: skip
+
+
+@pytest.fixture
+def real_opencode_daytona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opencode_bin: Path) -> Iterator[LocalDaytona]:
+    """The server with the real OpenCode (``opencode_bin``'s) in its image: for tests about OpenCode
+    itself, or about what runs it (opencode_env's own harness)."""
+    yield from serve(LocalDaytona(opencode_bin_dir=opencode_bin.parent, sandbox_base_dir=tmp_path / "daytona-sandboxes"),
+                     monkeypatch)  # fmt: skip
