@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import re
 import secrets
 import threading
 import time
@@ -21,7 +20,7 @@ from typing import Any, TypeVar
 from smoldata_tui.sandbox.daytona import shell
 from smoldata_tui.sandbox.daytona.bg_job import KILLED_EXIT_CODE, DaytonaBgJob
 from smoldata_tui.sandbox.daytona.bridge import Cancelled, LoopThread
-from smoldata_tui.sandbox.daytona.retry import is_ambiguous, retrying, transient_reason
+from smoldata_tui.sandbox.daytona.retry import failure_message, retrying, transient_reason
 from smoldata_tui.sandbox.daytona.settings import DaytonaSettings
 from smoldata_tui.sandbox.errors import FileTooLarge, SandboxClosed, SandboxError
 from smoldata_tui.sandbox.protocol import MAX_CAPTURE, READ_TEXT_LIMIT, TIMEOUT_EXIT_CODE, ExecResult
@@ -264,7 +263,7 @@ class DaytonaSandbox:
         return data
 
     def size(self, path: str) -> int | None:
-        size = self._ask(f"the size of {path}", shell.file_size(path), _whole_number)
+        size = self._ask(f"the size of {path}", shell.file_size(path), shell.parse_number)
         return None if size < 0 else size
 
     def _ask(self, what: str, cmd: str, parse: Callable[[str], T | None]) -> T:
@@ -276,13 +275,18 @@ class DaytonaSandbox:
             answer = parse(result.stdout.strip())
             if answer is not None:
                 return answer
-            problem = SandboxError(f"no answer to {what} (exit code {result.exit_code}, {attempt} tries): "
-                                   f"{(result.stdout + result.stderr).strip()[-200:]!r}")  # fmt: skip
-            self._raise_if_lost(problem)
-            if attempt == GARBLED_READS:
-                raise problem
-            self.notify(f"the sandbox cut short a look at {what} (exit code {result.exit_code}): asking again")
+            self._ask_again(SandboxError(f"no answer to {what} (exit code {result.exit_code}, {attempt} tries): "
+                                         f"{(result.stdout + result.stderr).strip()[-200:]!r}"), attempt,
+                            f"the sandbox cut short a look at {what} (exit code {result.exit_code}): asking again")  # fmt: skip
         raise AssertionError("unreachable")
+
+    def _ask_again(self, problem: SandboxError, attempt: int, note: str) -> None:
+        """After a reply that is not what its script prints: ``problem`` when the sandbox is gone or
+        the tries are used up, else ``note`` to the user, and the caller asks again."""
+        self._raise_if_lost(problem)
+        if attempt == GARBLED_READS:
+            raise problem
+        self.notify(note)
 
     def read_appended(self, path: str, offset: int, limit: int = MAX_APPENDED, wait_s: float = 0.5) -> bytes:
         """The bytes of ``path`` from ``offset`` on, waiting in the sandbox up to ``wait_s`` for some
@@ -301,14 +305,11 @@ class DaytonaSandbox:
             if parsed is not None:
                 break
             # A sandbox being stopped kills the read mid-reply (often an empty one): say that, not this.
-            problem = SandboxError(f"unexpected reply while following {path} (exit code {reply.exit_code}, "
-                                   f"{attempt} tries): {text.strip()[-200:]!r}")  # fmt: skip
-            self._raise_if_lost(problem)
-            if attempt == GARBLED_READS:
-                raise problem
             # The read only asks from ``offset`` on: asking again loses and repeats nothing. A loaded
             # sandbox can kill the read's own shell (an empty reply) while the agent runs on.
-            self.notify(f"the sandbox cut short a read of {path} (exit code {reply.exit_code}): reading it again")
+            self._ask_again(SandboxError(f"unexpected reply while following {path} (exit code {reply.exit_code}, "
+                                         f"{attempt} tries): {text.strip()[-200:]!r}"), attempt,
+                            f"the sandbox cut short a read of {path} (exit code {reply.exit_code}): reading it again")  # fmt: skip
         size, data = parsed
         if len(data) > limit:  # the agent may have replaced head(1)
             raise SandboxError(f"the sandbox sent {len(data)} bytes of {path} where at most {limit} were asked for")
@@ -343,7 +344,7 @@ class DaytonaSandbox:
             reason = transient_reason(exc)
             if guard and reason is None:
                 self._raise_if_lost(exc)
-            raise SandboxError(f"{_failure(what, reason, retries, time.monotonic() - started, repeatable)}: "
+            raise SandboxError(f"{failure_message(what, reason, retries, time.monotonic() - started, repeatable)}: "
                                f"{_message(exc)}") from exc  # fmt: skip
 
     def _retry_budget(self, now: float) -> float:
@@ -383,10 +384,6 @@ class DaytonaSandbox:
         return f"DaytonaSandbox(id={self._sandbox.id!r}, closed={self._closed})"
 
 
-def _whole_number(text: str) -> int | None:
-    return int(text) if re.fullmatch(r"-?[0-9]+", text) else None
-
-
 def _state_of(sandbox: Any) -> tuple[str, str]:
     state = getattr(sandbox, "state", None)
     state = getattr(state, "value", state)
@@ -400,14 +397,3 @@ def _lost_message(sandbox_id: str, state: str, reason: str) -> str:
 def _message(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
-
-
-def _failure(what: str, reason: str | None, retries: int, elapsed_s: float, repeatable: bool) -> str:
-    """What happened to a call that failed for good, as it happened."""
-    if reason is None:
-        return f"Daytona: {what} failed"
-    if not repeatable and is_ambiguous(reason):  # retrying() never repeats these: it raised at once
-        earlier = f" (after {retries} retr{'y' if retries == 1 else 'ies'} of other failures)" if retries else ""
-        return f"Daytona: {what} failed ({reason}) and was not repeated{earlier}: it may already have run"
-    tries = f"{retries} retr{'y' if retries == 1 else 'ies'}"
-    return f"Daytona gave up on {what} ({reason}) after {tries} in {elapsed_s:.1f} s"

@@ -178,3 +178,14 @@ async def _ignoring_transient(step: Callable[[], Awaitable[T]]) -> T | None:
         if transient_reason(exc) is None:
             raise
         return None
+
+
+def failure_message(what: str, reason: str | None, retries: int, elapsed_s: float, repeatable: bool) -> str:
+    """What happened to a call that failed for good, as it happened."""
+    if reason is None:
+        return f"Daytona: {what} failed"
+    if not repeatable and is_ambiguous(reason):  # retrying() never repeats these: it raised at once
+        earlier = f" (after {retries} retr{'y' if retries == 1 else 'ies'} of other failures)" if retries else ""
+        return f"Daytona: {what} failed ({reason}) and was not repeated{earlier}: it may already have run"
+    tries = f"{retries} retr{'y' if retries == 1 else 'ies'}"
+    return f"Daytona gave up on {what} ({reason}) after {tries} in {elapsed_s:.1f} s"

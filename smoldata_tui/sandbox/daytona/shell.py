@@ -141,6 +141,11 @@ def file_size(path: str) -> str:
     return bash(f"stat -c %s {shlex.quote(path)} 2>/dev/null || echo -1")
 
 
+def parse_number(text: str) -> int | None:
+    """What :func:`file_size` prints, or None for a reply that is not a whole number."""
+    return int(text) if re.fullmatch(r"-?[0-9]+", text) else None
+
+
 def exists(path: str) -> str:
     return bash(f"test -e {shlex.quote(path)} && echo yes || echo no")
 
