@@ -5,10 +5,10 @@ started one per episode. Tests about what OpenCode itself does (its requests, ex
 upgrades) keep the real binary; tests about the episode around it (sandbox, capture proxy,
 grading, saved files, batches, screens) run this instead, through ``--opencode-bin``.
 
-What it does, and what tests/test_standin_agent.py compares with the real binary on one recording
-with every tool it runs (requests whole; each call's tool, input, output, title and metadata; the
-event types in order; the tokens; a killed run's export of its running call; where its shell
-runs):
+What it does, and what tests/test_standin_agent.py compares with the real binary (on a recording
+with every tool it runs but glob, a bash timeout among them: requests whole; each call's tool,
+input, output, title and metadata; the event types in order; the tokens; a call id repeated across
+steps; a killed run's export of its running call; where its commands run):
 
 * reads the provider from ``$OPENCODE_CONFIG`` (baseURL, apiKey, model, timeout);
 * sends OpenCode's own requests, recorded from 1.18.31 (``opencode-1.18.31-requests.json``):
@@ -16,16 +16,16 @@ runs):
   the ten tool schemas, ``stream: true`` with usage, the whole history each turn, the
   instruction wrapped in double quotes;
 * runs a step's calls at once, each ``tool_use`` written as its call ends (bash, read, write,
-  edit, todowrite; an unknown tool becomes ``invalid``; glob and grep fail as 1.18.31's do
-  without ripgrep, which it fetches from the network on first use); a command runs in a session
-  of its own, as OpenCode's do, so stopping the agent's process group leaves it running;
+  edit, todowrite; an unknown tool becomes ``invalid``; glob and grep fail, as 1.18.31's did here,
+  offline, where it could not fetch ripgrep: not compared, since that depends on the machine); a
+  command runs in a session of its own, as OpenCode's do, so stopping the agent's process group
+  leaves it running;
 * writes the events OpenCode writes (``step_start``, ``text``, ``tool_use``, ``step_finish``) with
   its id shapes, and keeps the session for ``export``.
 
 Written to docs/trace-format.md, not compared: a provider error (an ``error`` event, exit 1; a 5xx
-or a refused connection retried for ~65 s), the endings ``length`` and ``unknown``, a bash timeout
-(its text copied from sample_traces/real/bash_timeout.jsonl), a call id repeated across steps. Not
-done: OpenCode can swallow a first SIGTERM; this one dies at once (128+N, nothing flushed).
+or a refused connection retried for ~65 s), the endings ``length`` and ``unknown``. Not done:
+OpenCode can swallow a first SIGTERM; this one dies at once (128+N, nothing flushed).
 
 Standard library only: it runs inside the sandbox, with the sandbox's ``python3``. The test
 fixture (``tests/standin_agent/__init__.py``) packs it, its tools (``tools.py``) and the recorded
