@@ -5,9 +5,10 @@ cache (``$XDG_CACHE_HOME/smoldata-tui/opencode``), so CI installs it once and la
 it. It never skips: when npm works, failing to install is a test failure.
 
 ``run_agent`` runs the agent the way the environment does (``agent_command``: ``cd workdir &&
-opencode run --format json "$(cat instruction)" 2>&1 | tee log``) in a temporary HOME, with a
-hard wall-clock limit: a provider stream without a finish reason makes OpenCode loop forever.
-On timeout the whole process group gets TERM, then KILL (the first TERM can be swallowed).
+opencode run --format json "$(cat instruction)" 2>&1 | tee log``) in a temporary HOME and a PID
+namespace of its own (:func:`in_own_pid_namespace`), with a hard wall-clock limit: a provider
+stream without a finish reason makes OpenCode loop forever. On timeout the whole process group
+gets TERM, then KILL (the first TERM can be swallowed).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def run_agent(binary: Path, home: Path, base_url: str, *, timeout: float = AGENT
     command = opencode_config.agent_command(str(home), opencode=str(binary))
     started = time.monotonic()
     proc = subprocess.Popen(
-        ["bash", "-c", command],
+        in_own_pid_namespace(["bash", "-c", command]),
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,  # tee writes the log file too
@@ -80,6 +81,14 @@ def run_agent(binary: Path, home: Path, base_url: str, *, timeout: float = AGENT
         pytest.fail(f"opencode did not finish within {timeout:.0f} s; log tail: {tail!r}")
     trace = Path(opencode_config.agent_log_path(str(home))).read_bytes()
     return AgentRun(returncode, trace, home, time.monotonic() - started)
+
+
+def in_own_pid_namespace(argv: list[str]) -> list[str]:
+    """``argv`` run in a PID namespace of its own, which dies with it, as an episode's sandbox is.
+    OpenCode 1.18.31 signals a command's process group after it ended (``kill(-pgid, SIGTERM)``,
+    seen with strace after a bash call exited 3): on the host, where pids wrap at 32,768 and the
+    suite starts thousands of processes, that pgid can already be another test's sandbox."""
+    return ["unshare", "--pid", "--fork", "--kill-child", "--", *argv]
 
 
 def _stop_group(proc: subprocess.Popen) -> None:

@@ -31,7 +31,7 @@ from smoldata_tui.replay.server import ReplayServer
 from smoldata_tui.session.export import unfinished_calls
 from smoldata_tui.trace.build import TraceBuilder
 
-from .opencode_fixture import FAKE_API_KEY, opencode_bin, prepare_home, run_agent  # noqa: F401 - a fixture
+from .opencode_fixture import FAKE_API_KEY, in_own_pid_namespace, opencode_bin, prepare_home, run_agent  # noqa: F401
 from .standin_agent import standin_opencode  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.slow
@@ -219,7 +219,7 @@ def killed_mid_call(binary: Path, home: Path, marker: str) -> KilledRun:
         with ReplayServer(ReplayScript.from_trace(builder.dumps())) as replay:
             config["provider"]["intercepted"]["options"]["baseURL"] = replay.base_url
             Path(opencode_config.config_path(str(home))).write_text(opencode_config.opencode_json_text(config))
-            agent = subprocess.Popen(["bash", "-c", opencode_config.agent_command(str(home), opencode=str(binary))],
+            agent = subprocess.Popen(in_own_pid_namespace(["bash", "-c", opencode_config.agent_command(str(home), opencode=str(binary))]),
                                      env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
             deadline = time.monotonic() + 60
