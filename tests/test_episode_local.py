@@ -74,6 +74,16 @@ def sandbox_dirs(base: Path) -> list[Path]:
 
 
 def processes_matching(text: str) -> list[str]:
+    """The command lines of the host's processes that contain ``text``."""
+    return [cmdline for _pid, cmdline in _matching(text)]
+
+
+def pids_matching(text: str) -> list[int]:
+    """The pids of the host's processes whose command line contains ``text``."""
+    return [pid for pid, _cmdline in _matching(text)]
+
+
+def _matching(text: str) -> list[tuple[int, str]]:
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -82,7 +92,7 @@ def processes_matching(text: str) -> list[str]:
             except OSError:
                 continue
             if text in cmdline:
-                found.append(cmdline)
+                found.append((int(entry), cmdline))
     return found
 
 

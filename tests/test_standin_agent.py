@@ -33,6 +33,7 @@ from smoldata_tui.trace.build import TraceBuilder
 
 from .opencode_fixture import FAKE_API_KEY, in_own_pid_namespace, opencode_bin, prepare_home, run_agent  # noqa: F401
 from .standin_agent import standin_opencode  # noqa: F401 - a fixture
+from .test_episode_local import pids_matching
 
 pytestmark = pytest.mark.slow
 
@@ -239,18 +240,6 @@ def killed_mid_call(binary: Path, home: Path, marker: str) -> KilledRun:
     assert done.returncode == 0, done.stderr[-2000:]
     document = json.loads(done.stdout[done.stdout.index(b"{"):])
     return KilledRun(events, document, unfinished_calls(document), shell)
-
-
-def pids_matching(text: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def process_facts(pid: int, agent_session: int) -> dict:
