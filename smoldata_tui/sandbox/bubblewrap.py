@@ -30,7 +30,13 @@ BASE_ENV = {
 }
 # Same for every process of the sandbox: no capabilities (uid 0 inside cannot remount the read-only
 # binds or make devices), separate IPC and hostname.
-_COMMON = ["--cap-drop", "ALL", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--clearenv"]
+_COMMON = ["--cap-drop", "ALL", "--unshare-ipc", "--unshare-uts", "--clearenv"]
+# Only the keeper dies with us through the kernel (PR_SET_PDEATHSIG); a command that joins the
+# sandbox dies with the keeper's namespace instead. With ``--pidns``, bwrap (0.8.0 to 0.11.1) forks
+# the command from an intermediate process that exits at once, and ``--die-with-parent`` is set in
+# the command during its setup: when that exit comes after the setup (a loaded machine), the kernel
+# SIGKILLs the command it was meant to protect (exit 137, often before its first line of output).
+_KEEPER_ONLY = ["--die-with-parent"]
 _PROBE_TIMEOUT_S = 20
 _NAMESPACE_HINT = (
     "Unprivileged user namespaces may be disabled: on Debian `sysctl -w kernel.unprivileged_userns_clone=1`; "
@@ -109,7 +115,7 @@ def env_options(env: Mapping[str, str]) -> list[str]:
 def keeper_options(layout_args: list[str], *, hostname: str, info_fd: int) -> list[str]:
     """The sandbox's first bwrap: it creates the user and PID namespaces every command joins."""
     return [*layout_args, "--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--as-pid-1",
-            *_COMMON, "--hostname", hostname, "--info-fd", str(info_fd), *env_options(BASE_ENV)]  # fmt: skip
+            *_COMMON, *_KEEPER_ONLY, "--hostname", hostname, "--info-fd", str(info_fd), *env_options(BASE_ENV)]  # fmt: skip
 
 
 def command_options(
@@ -124,7 +130,9 @@ def command_options(
     info_fd: int | None = None,
 ) -> list[str]:
     """A command entering the sandbox: it joins the keeper's namespaces. With ``own_pid_namespace``
-    it gets a PID namespace nested in the sandbox's, so killing its init ends all it started."""
+    it gets a PID namespace nested in the sandbox's, so killing its init ends all it started.
+    Without ``--die-with-parent`` (see ``_KEEPER_ONLY``): if we die, the keeper does, and the kernel
+    ends every process of its namespace, this command and its bwrap's child with them."""
     options = [*layout_args, "--userns", str(userns_fd), "--pidns", str(pidns_fd), *_COMMON, "--hostname", hostname]
     if own_pid_namespace:
         options.append("--unshare-pid")

@@ -13,7 +13,9 @@ How one sandbox is many bwrap runs, and why ``kill()`` provably ends every proce
   it, and no new process can enter it. No process can leave a PID namespace, so children that
   escaped their process group or session (``setsid``, double forks, OpenCode's bash tool) die too.
 - The keeper also dies if we die: it has ``--die-with-parent``, and it exits when its pipe from us
-  closes (end of file), which the kernel does when our process ends in any way.
+  closes (end of file), which the kernel does when our process ends in any way. The commands do
+  not have ``--die-with-parent`` (bwrap's join would race it: see ``bubblewrap._KEEPER_ONLY``);
+  they die with the keeper's namespace.
 
 Entering with bwrap rather than ``nsenter`` keeps one code path for root and non-root users (the
 user namespace makes the caller root inside, with no capabilities), and bwrap drops capabilities,

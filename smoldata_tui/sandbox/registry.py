@@ -53,8 +53,8 @@ def unregister(sandbox: _Killable) -> None:
 @atexit.register
 def _kill_live_sandboxes() -> None:
     """At interpreter exit, end every sandbox still alive and remove its directory. (Were the
-    interpreter killed instead, the kernel ends the sandboxes' processes through --die-with-parent;
-    only their directories stay, for :func:`remove_stale`.)"""
+    interpreter killed instead, the kernel ends the keepers through --die-with-parent, and with
+    them every process of their namespaces; only their directories stay, for :func:`remove_stale`.)"""
     with _live_lock:
         sandboxes = list(_live)
     for sandbox in sandboxes:
