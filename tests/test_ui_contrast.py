@@ -43,9 +43,22 @@ SIZES = ((160, 45), (80, 24))
 NARROW_THEMES = frozenset({"textual-dark", "textual-light", "solarized-light", "nord"})
 
 
-def measured_themes(app: App) -> list[str]:
+def measured_themes(app: App, half: int | None = None) -> list[str]:
+    """The themes measured at the app's size; ``half`` (0 or 1) takes every other one of them, so the
+    longest sweeps run as two tests side by side (each theme costs about half a second)."""
     names = sorted(name for name in app.available_themes if not name.startswith("ansi"))
-    return names if app.size.width >= 100 else [name for name in names if name in NARROW_THEMES]
+    names = names if app.size.width >= 100 else [name for name in names if name in NARROW_THEMES]
+    return names if half is None else names[half::2]
+
+
+# The sweeps with the most views, at 160×45, each as two tests (half the themes each): one test of
+# 60-70 s would otherwise be the suite's tail on two CPUs.
+SIZES_AND_HALVES = (((160, 45), 0), ((160, 45), 1), ((80, 24), None))
+
+
+def _size_and_half_id(case) -> str:
+    (width, height), half = case
+    return f"{width}x{height}" + ("" if half is None else f"-half{half}")
 
 
 @dataclass(frozen=True)
@@ -147,13 +160,15 @@ def offenders(app: App, where: str, minimum: float | None = None) -> list[tuple[
     ]
 
 
-async def every_theme(pilot, where: str, views: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = ()) -> list:
-    """The offenders of the current screen in each measured theme; with ``views`` (keys that open a
-    view, its name, keys that leave it), of each view in turn in each theme (a theme change restyles
-    every widget, half a second here; pressing a tab's key costs little)."""
+async def every_theme(pilot, where: str, views: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = (),
+                      half: int | None = None) -> list:  # fmt: skip
+    """The offenders of the current screen in each measured theme (of ``half`` of them: see
+    :func:`measured_themes`); with ``views`` (keys that open a view, its name, keys that leave it),
+    of each view in turn in each theme (a theme change restyles every widget, half a second here;
+    pressing a tab's key costs little)."""
     app = pilot.app
     found = []
-    for theme in measured_themes(app):
+    for theme in measured_themes(app, half):
         app.theme = theme
         await pilot.pause(0.05)
         for before, name, after in views or (((), "", ()),):
@@ -216,8 +231,9 @@ def graded_episode(folder: Path) -> Path:
     return trace
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
-async def test_the_episode_screen_reads_in_every_theme(tmp_path, size):
+@pytest.mark.parametrize("case", SIZES_AND_HALVES, ids=_size_and_half_id)
+async def test_the_episode_screen_reads_in_every_theme(tmp_path, case):
+    size, half = case
     app = replay_app(graded_episode(tmp_path))
     found = []
     async with app.run_test(size=size) as pilot:
@@ -226,7 +242,7 @@ async def test_the_episode_screen_reads_in_every_theme(tmp_path, size):
         views = (*(((key,), name, ()) for key, name in (("2", "findings tab"), ("4", "episode tab"), ("3", "stats tab"),
                                                         ("c", "conversation"))),
                  (("question_mark",), "help", ("escape",)), (("ctrl+p",), "command palette", ("escape",)))  # fmt: skip
-        found += await every_theme(pilot, f"episode {size}", views)
+        found += await every_theme(pilot, f"episode {size}", views, half)
     assert not found, report(found)
 
 
@@ -329,17 +345,18 @@ async def test_the_attempt_groups_and_signatures_read_in_every_theme(tmp_path, m
     assert not found, report(found)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
-async def test_the_training_tab_detail_find_bar_and_filter_read_in_every_theme(tmp_path, size):
+@pytest.mark.parametrize("case", SIZES_AND_HALVES, ids=_size_and_half_id)
+async def test_the_training_tab_detail_find_bar_and_filter_read_in_every_theme(tmp_path, case):
     from .test_ui_training import episode_with_training, open_training_tab
 
+    size, half = case
     app = replay_app(episode_with_training(tmp_path))
     async with app.run_test(size=size) as pilot:
         await open_training_tab(pilot)
         app.screen.timeline.go_to_event(2)
         views = ((("5",), "training tab", ()), (("enter",), "detail", ("escape",)),
                  (("slash", *"region"), "find bar", ("escape", "escape")), (("f",), "filter", ("escape",)))  # fmt: skip
-        found = await every_theme(pilot, f"episode {size}", views)
+        found = await every_theme(pilot, f"episode {size}", views, half)
     assert not found, report(found)
 
 
