@@ -268,8 +268,9 @@ class DaytonaSandbox:
 
     def _ask(self, what: str, cmd: str, parse: Callable[[str], T | None]) -> T:
         """What a command that only looks prints (yes/no, a number), asked again when its reply is
-        not one: a loaded sandbox can kill the command's shell (exit 137, nothing printed), and an
-        empty reply taken for "no" once turned a graded answer into a missing one."""
+        not one: a command killed in the sandbox answers with exit 137 and nothing printed (seen in
+        the local Daytona server under load: bubblewrap's join race, since fixed), and an empty
+        reply taken for "no" once turned a graded answer into a missing one."""
         for attempt in range(1, GARBLED_READS + 1):
             result = self._exec(cmd, timeout=60)
             answer = parse(result.stdout.strip())
