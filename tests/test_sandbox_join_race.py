@@ -3,8 +3,8 @@
 To join the sandbox's PID namespace, bwrap forks the command from an intermediate process that
 exits at once. Had the command ``--die-with-parent`` (PR_SET_PDEATHSIG, set during its setup), an
 exit that comes after that setup, as on a loaded machine, would make the kernel SIGKILL it: exit 137,
-often before its first output. The suite at two workers per CPU lost such commands in about one run
-in three; the kernel's trace (``signal:signal_generate``) named bwrap's exiting child as the sender.
+at any point of its run. The suite at two workers per CPU lost such commands in 3 of 8 runs; the
+kernel's trace (``signal:signal_generate``) named bwrap's exiting child as the sender.
 
 Here strace delays every exit of the joining bwrap's processes by 300 ms, so the intermediate exits
 after the command's setup every time (the command's own exit waits too, which is harmless). Real

@@ -17,6 +17,7 @@ import pytest
 
 from smoldata_tui.sandbox import LocalSandboxBackend, SandboxClosed, TIMEOUT_EXIT_CODE
 
+from .test_episode_local import processes_matching
 from .test_sandbox_support import (  # noqa: F401 - fixtures
     GRACE_S,
     assert_fully_removed,
@@ -133,7 +134,7 @@ def test_the_sandbox_outlives_the_thread_that_created_it(backend):
         starter = threading.Thread(target=lambda: jobs.append(sb.start_bg("sleep 0.5; echo done")))
         starter.start()
         starter.join()
-        time.sleep(0.2)  # PR_SET_PDEATHSIG tied to a dead thread would have fired by now
+        time.sleep(0.2)  # PR_SET_PDEATHSIG (the keeper's, a job's bwrap's) tied to a dead thread would have fired by now
         assert sb.exec("echo alive").stdout == "alive\n"
         assert jobs[0].wait(timeout=10) == 0
     finally:
@@ -172,7 +173,7 @@ def test_interpreter_exit_kills_live_sandboxes(base_dir):
     mark = marker()
     done = _run_owner(base_dir, mark, "sys.exit(0)")
     assert done.returncode == 0, done.stderr
-    assert sleepers(mark) == []
+    assert sleepers(mark) == [] and processes_matching(mark) == []
     assert list(base_dir.iterdir()) == []
 
 
@@ -181,9 +182,11 @@ def test_a_killed_owner_takes_its_sandboxes_processes_with_it(base_dir):
     done = _run_owner(base_dir, mark, "os.kill(os.getpid(), signal.SIGKILL)")
     assert done.returncode == -signal.SIGKILL
     deadline = time.monotonic() + 5
-    while sleepers(mark) and time.monotonic() < deadline:
+    while processes_matching(mark) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sleepers(mark) == []
+    # nor the host's bwraps that ran them: a job's would otherwise wait forever for its killed init
+    assert processes_matching(mark) == []
     # Only the directory is left; remove_stale recognises its owner is gone.
     (left,) = base_dir.iterdir()
     assert json.loads((left / "sandbox.json").read_text())["sandbox_id"] == done.stdout.strip()

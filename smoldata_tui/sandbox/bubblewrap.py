@@ -7,6 +7,7 @@ would otherwise be readable in the host's process list by every user.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -35,8 +36,9 @@ _COMMON = ["--cap-drop", "ALL", "--unshare-ipc", "--unshare-uts", "--clearenv"]
 # sandbox dies with the keeper's namespace instead. With ``--pidns``, bwrap (0.8.0 to 0.11.1) forks
 # the command from an intermediate process that exits at once, and ``--die-with-parent`` is set in
 # the command during its setup: when that exit comes after the setup (a loaded machine), the kernel
-# SIGKILLs the command it was meant to protect (exit 137, often before its first line of output).
+# SIGKILLs the command it was meant to protect (exit 137, at any point of its run).
 _KEEPER_ONLY = ["--die-with-parent"]
+_PDEATHSIG_TOOL = "setpriv"  # util-linux: sets PR_SET_PDEATHSIG on itself, then execs its command
 _PROBE_TIMEOUT_S = 20
 _NAMESPACE_HINT = (
     "Unprivileged user namespaces may be disabled: on Debian `sysctl -w kernel.unprivileged_userns_clone=1`; "
@@ -132,13 +134,26 @@ def command_options(
     """A command entering the sandbox: it joins the keeper's namespaces. With ``own_pid_namespace``
     it gets a PID namespace nested in the sandbox's, so killing its init ends all it started.
     Without ``--die-with-parent`` (see ``_KEEPER_ONLY``): if we die, the keeper does, and the kernel
-    ends every process of its namespace, this command and its bwrap's child with them."""
+    ends every process of its namespace, this command with them; its bwrap on the host dies with us
+    through :func:`monitor_prefix`."""
     options = [*layout_args, "--userns", str(userns_fd), "--pidns", str(pidns_fd), *_COMMON, "--hostname", hostname]
     if own_pid_namespace:
         options.append("--unshare-pid")
     if info_fd is not None:
         options += ["--info-fd", str(info_fd)]
     return [*options, *env_options(env), "--chdir", cwd]
+
+
+@functools.cache
+def monitor_prefix() -> tuple[str, ...]:
+    """What a joining command's argv starts with, so that its bwrap (the host process that waits for
+    the command) still dies with us: ``setpriv --pdeathsig KILL``, which survives bwrap's exec and is
+    not inherited by bwrap's children, so the race above stays closed. A background job's bwrap
+    needs it: its job's init is the keeper's child, not its own, so once the namespace is gone it would
+    wait forever for a status nobody sends. Empty where util-linux's setpriv is missing; that bwrap
+    is then left sleeping after a SIGKILL of ours (``kill()`` and interpreter exit still end it)."""
+    found = shutil.which(_PDEATHSIG_TOOL)
+    return (found, "--pdeathsig", "KILL") if found else ()
 
 
 def read_info(fd: int, timeout_s: float) -> dict | None:

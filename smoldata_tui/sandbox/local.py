@@ -13,12 +13,11 @@ How one sandbox is many bwrap runs, and why ``kill()`` provably ends every proce
   it, and no new process can enter it. No process can leave a PID namespace, so children that
   escaped their process group or session (``setsid``, double forks, OpenCode's bash tool) die too.
 - The keeper also dies if we die: it has ``--die-with-parent``, and it exits when its pipe from us
-  closes (end of file), which the kernel does when our process ends in any way. The commands do
-  not have ``--die-with-parent`` (bwrap's join would race it: see ``bubblewrap._KEEPER_ONLY``);
-  they die with the keeper's namespace.
+  closes, as it does when our process ends in any way. Commands die with the keeper's namespace,
+  their bwraps on the host with us (``bubblewrap._KEEPER_ONLY`` and ``monitor_prefix`` say why).
 
 Entering with bwrap rather than ``nsenter`` keeps one code path for root and non-root users (the
-user namespace makes the caller root inside, with no capabilities), and bwrap drops capabilities,
+user namespace makes the caller root inside, with no capabilities); bwrap drops capabilities,
 clears the environment and sets the working directory for each command.
 """
 
@@ -279,7 +278,7 @@ class LocalSandbox:
             passed = (self._userns_fd, self._pidns_fd, options_fd) + (() if info_fd is None else (info_fd,))
             try:
                 proc = processes.popen(
-                    [self._bwrap, "--args", str(options_fd), "--", "bash", "-c", cmd],
+                    [*bubblewrap.monitor_prefix(), self._bwrap, "--args", str(options_fd), "--", "bash", "-c", cmd],
                     pass_fds=passed, stdin=subprocess.DEVNULL, start_new_session=True,
                     env=bubblewrap.BASE_ENV, **streams,
                 )  # fmt: skip
