@@ -4,6 +4,7 @@ happens when the owning interpreter exits or dies. Processes are checked on the 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -223,3 +224,25 @@ def test_exec_runs_the_command_again_when_bwrap_could_not_join_the_sandbox(base_
         assert not fail_next.exists()
         assert job.wait(timeout=30) == 0
         assert sandbox.exec("cat /tmp/ran").stdout == "ran\nbg\n"
+
+
+def test_a_setpriv_without_pdeathsig_is_left_out_and_commands_still_run(tmp_path, monkeypatch, backend):
+    """util-linux before 2.33 has setpriv but no ``--pdeathsig``: commands' bwraps then start without it."""
+    from smoldata_tui.sandbox import bubblewrap
+
+    old_setpriv = tmp_path / "bin" / "setpriv"
+    old_setpriv.parent.mkdir()
+    old_setpriv.write_text("#!/bin/sh\necho \"setpriv: unrecognized option '--pdeathsig'\" >&2\nexit 1\n")
+    old_setpriv.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{old_setpriv.parent}:{os.environ['PATH']}")
+    bubblewrap.monitor_prefix.cache_clear()
+    try:
+        assert bubblewrap.monitor_prefix() == ()
+        sb = backend.create()
+        try:
+            assert sb.exec("echo ok").stdout == "ok\n"
+            assert sb.start_bg("exit 5").wait(timeout=10) == 5
+        finally:
+            sb.kill()
+    finally:
+        bubblewrap.monitor_prefix.cache_clear()  # the next caller finds the machine's own setpriv

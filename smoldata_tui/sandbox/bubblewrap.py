@@ -150,10 +150,18 @@ def monitor_prefix() -> tuple[str, ...]:
     the command) still dies with us: ``setpriv --pdeathsig KILL``, which survives bwrap's exec and is
     not inherited by bwrap's children, so the race above stays closed. A background job's bwrap
     needs it: its job's init is the keeper's child, not its own, so once the namespace is gone it would
-    wait forever for a status nobody sends. Empty where util-linux's setpriv is missing; that bwrap
-    is then left sleeping after a SIGKILL of ours (``kill()`` and interpreter exit still end it)."""
+    wait forever for a status nobody sends. Empty where util-linux's setpriv is missing or older
+    than ``--pdeathsig`` (2.33); that bwrap is then left sleeping after a SIGKILL of ours
+    (``kill()`` and interpreter exit still end it)."""
     found = shutil.which(_PDEATHSIG_TOOL)
-    return (found, "--pdeathsig", "KILL") if found else ()
+    if found is None:
+        return ()
+    prefix = (found, "--pdeathsig", "KILL")
+    try:
+        works = subprocess.run([*prefix, "true"], capture_output=True, timeout=_PROBE_TIMEOUT_S).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        works = False
+    return prefix if works else ()
 
 
 def read_info(fd: int, timeout_s: float) -> dict | None:
