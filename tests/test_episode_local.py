@@ -25,6 +25,7 @@ from smoldata_tui.trace.build import TraceBuilder
 
 from .conftest import SAMPLES, run_cli
 from .opencode_fixture import opencode_bin  # noqa: F401 - a fixture
+from .test_sandbox_support import pids_matching, processes_matching  # noqa: F401 - used by other modules too
 
 
 class Recorder:
@@ -71,29 +72,6 @@ def private_cache(folder: Path, monkeypatch: pytest.MonkeyPatch, opencode_cache:
 
 def sandbox_dirs(base: Path) -> list[Path]:
     return list(base.glob("sbx-*")) if base.exists() else []
-
-
-def processes_matching(text: str) -> list[str]:
-    """The command lines of the host's processes that contain ``text``."""
-    return [cmdline for _pid, cmdline in _matching(text)]
-
-
-def pids_matching(text: str) -> list[int]:
-    """The pids of the host's processes whose command line contains ``text``."""
-    return [pid for pid, _cmdline in _matching(text)]
-
-
-def _matching(text: str) -> list[tuple[int, str]]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if text in cmdline:
-                found.append((int(entry), cmdline))
-    return found
 
 
 def run_episode(task_name: str, model: str, save: Path, *, timeout: float = 300, tasks_root: Path | None = None,

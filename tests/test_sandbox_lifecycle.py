@@ -18,13 +18,13 @@ import pytest
 
 from smoldata_tui.sandbox import LocalSandboxBackend, SandboxClosed, TIMEOUT_EXIT_CODE
 
-from .test_episode_local import processes_matching
 from .test_sandbox_support import (  # noqa: F401 - fixtures
     GRACE_S,
     assert_fully_removed,
     backend,
     base_dir,
     marker,
+    processes_matching,
     sandbox,
     sleepers,
     wait_for_sleepers,
@@ -135,7 +135,8 @@ def test_the_sandbox_outlives_the_thread_that_created_it(backend):
         starter = threading.Thread(target=lambda: jobs.append(sb.start_bg("sleep 0.5; echo done")))
         starter.start()
         starter.join()
-        time.sleep(0.2)  # PR_SET_PDEATHSIG (the keeper's, a job's bwrap's) tied to a dead thread would have fired by now
+        time.sleep(0.2)  # a PR_SET_PDEATHSIG (the keeper's, a job's bwrap's) tied to a dead thread
+        # would have fired by now
         assert sb.exec("echo alive").stdout == "alive\n"
         assert jobs[0].wait(timeout=10) == 0
     finally:

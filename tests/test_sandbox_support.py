@@ -65,3 +65,26 @@ def wait_for_sleepers(mark: str, count: int, timeout_s: float = 5) -> list[int]:
 def assert_fully_removed(sb: LocalSandbox) -> None:
     assert not sb.alive
     assert not sb.control_dir.exists()
+
+
+def processes_matching(text: str) -> list[str]:
+    """The command lines of the host's processes that contain ``text``."""
+    return [cmdline for _pid, cmdline in _matching(text)]
+
+
+def pids_matching(text: str) -> list[int]:
+    """The pids of the host's processes whose command line contains ``text``."""
+    return [pid for pid, _cmdline in _matching(text)]
+
+
+def _matching(text: str) -> list[tuple[int, str]]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append((int(entry), cmdline))
+    return found

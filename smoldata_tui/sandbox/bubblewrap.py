@@ -32,8 +32,8 @@ BASE_ENV = {
 # Same for every process of the sandbox: no capabilities (uid 0 inside cannot remount the read-only
 # binds or make devices), separate IPC and hostname.
 _COMMON = ["--cap-drop", "ALL", "--unshare-ipc", "--unshare-uts", "--clearenv"]
-# Only the keeper dies with us through the kernel (PR_SET_PDEATHSIG); a command that joins the
-# sandbox dies with the keeper's namespace instead. With ``--pidns``, bwrap (0.8.0 to 0.11.1) forks
+# Only the keeper has bwrap's own ``--die-with-parent``; a command that joins the sandbox dies with
+# the keeper's namespace instead. With ``--pidns``, bwrap (0.8.0 to 0.11.1) forks
 # the command from an intermediate process that exits at once, and ``--die-with-parent`` is set in
 # the command during its setup: when that exit comes after the setup (a loaded machine), the kernel
 # SIGKILLs the command it was meant to protect (exit 137, at any point of its run).
@@ -151,14 +151,17 @@ def monitor_prefix() -> tuple[str, ...]:
     not inherited by bwrap's children, so the race above stays closed. A background job's bwrap
     needs it: its job's init is the keeper's child, not its own, so once the namespace is gone it would
     wait forever for a status nobody sends. Empty where util-linux's setpriv is missing or older
-    than ``--pdeathsig`` (2.33); that bwrap is then left sleeping after a SIGKILL of ours
-    (``kill()`` and interpreter exit still end it)."""
+    than ``--pdeathsig`` (2.33). That bwrap is left sleeping after a SIGKILL of ours (``kill()`` and
+    interpreter exit still end it) then, and also where the kernel drops the signal at bwrap's exec
+    (a setuid bwrap; SELinux or a confining AppArmor profile changing its context), or when we die
+    within the millisecond between setpriv's fork and its ``prctl``."""
     found = shutil.which(_PDEATHSIG_TOOL)
     if found is None:
         return ()
     prefix = (found, "--pdeathsig", "KILL")
     try:
-        works = subprocess.run([*prefix, "true"], capture_output=True, timeout=_PROBE_TIMEOUT_S).returncode == 0
+        done = subprocess.run([*prefix, "true"], capture_output=True, timeout=_PROBE_TIMEOUT_S, env=BASE_ENV)
+        works = done.returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         works = False
     return prefix if works else ()
