@@ -228,7 +228,7 @@ def test_exec_runs_the_command_again_when_bwrap_could_not_join_the_sandbox(base_
 
 
 def test_a_setpriv_without_pdeathsig_is_left_out_and_commands_still_run(tmp_path, monkeypatch, backend):
-    """util-linux before 2.33 has setpriv but no ``--pdeathsig``: commands' bwraps then start without it."""
+    """A setpriv that refuses ``--pdeathsig`` (an older util-linux's): commands' bwraps then start without it."""
     from smoldata_tui.sandbox import bubblewrap
 
     old_setpriv = tmp_path / "bin" / "setpriv"

@@ -33,8 +33,8 @@ BASE_ENV = {
 # binds or make devices), separate IPC and hostname.
 _COMMON = ["--cap-drop", "ALL", "--unshare-ipc", "--unshare-uts", "--clearenv"]
 # Only the keeper has bwrap's own ``--die-with-parent``; a command that joins the sandbox dies with
-# the keeper's namespace instead. With ``--pidns``, bwrap (0.8.0 to 0.11.1) forks
-# the command from an intermediate process that exits at once, and ``--die-with-parent`` is set in
+# the keeper's namespace instead. With ``--pidns``, bwrap (0.8.0, tested here; 0.11.1's source is the
+# same) forks the command from an intermediate process that exits at once, and ``--die-with-parent`` is set in
 # the command during its setup: when that exit comes after the setup (a loaded machine), the kernel
 # SIGKILLs the command it was meant to protect (exit 137, at any point of its run).
 _KEEPER_ONLY = ["--die-with-parent"]
@@ -150,8 +150,8 @@ def monitor_prefix() -> tuple[str, ...]:
     the command) still dies with us: ``setpriv --pdeathsig KILL``, which survives bwrap's exec and is
     not inherited by bwrap's children, so the race above stays closed. A background job's bwrap
     needs it: its job's init is the keeper's child, not its own, so once the namespace is gone it would
-    wait forever for a status nobody sends. Empty where util-linux's setpriv is missing or older
-    than ``--pdeathsig`` (2.33). That bwrap is left sleeping after a SIGKILL of ours (``kill()`` and
+    wait forever for a status nobody sends. Empty where util-linux's setpriv is missing or refuses
+    ``--pdeathsig`` (an older one: 2.38.1 here takes it). That bwrap is left sleeping after a SIGKILL of ours (``kill()`` and
     interpreter exit still end it) then, and also where the kernel drops the signal at bwrap's exec
     (a setuid bwrap; SELinux or a confining AppArmor profile changing its context), or when we die
     within the millisecond between setpriv's fork and its ``prctl``."""

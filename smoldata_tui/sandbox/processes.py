@@ -20,8 +20,9 @@ class _Spawner:
     """Starts processes from a single daemon thread that lives as long as the interpreter.
 
     bwrap's ``--die-with-parent`` (the keeper's) and ``setpriv --pdeathsig`` (the commands' bwraps)
-    are PR_SET_PDEATHSIG, which fires when the *thread* that forked bwrap exits, not the process. A sandbox created from a short-lived worker thread (a Textual
-    worker, ``asyncio.to_thread``) would be SIGKILLed as soon as that thread returned. Forking from
+    are PR_SET_PDEATHSIG, which fires when the *thread* that forked bwrap exits, not the process. A
+    sandbox created from a short-lived worker thread (a Textual worker, ``asyncio.to_thread``) would
+    be SIGKILLed as soon as that thread returned. Forking from
     this thread ties every sandbox to the life of the interpreter instead. Not a ThreadPoolExecutor:
     its workers are joined at interpreter shutdown *before* atexit handlers run, which would kill
     the sandboxes before their atexit cleanup could end them gracefully.
