@@ -105,7 +105,7 @@ class HomeScreen(Screen[None]):
         text = Text(f"{count} saved episode{'s' if count != 1 else ''} in {clip(str(self.runs), 80)}", style="dim")
         interrupted = sum(effective_status(load_metadata(metadata_path_for(trace))) == "interrupted" for trace in traces)
         if interrupted:  # their process died mid-run (SIGKILL, a crash): never finished, never graded
-            text.append(f"  {interrupted} interrupted (smoldata-tui gc tidies their sandboxes)", style="bold $warning")
+            text.append(f"  {interrupted} interrupted (smoldata-tui local gc tidies their sandboxes)", style="bold $warning")
         return text
 
     def current_task(self) -> Task | None:
