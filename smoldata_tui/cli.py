@@ -7,12 +7,16 @@ import os
 import sys
 
 from smoldata_tui import __version__
+from smoldata_tui.commands.stdout_guard import StdoutGuard, report_output_failure
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="smoldata-tui",
         description="See what an OpenCode agent did in a SmolDataEnvs episode, and what training makes of it.",
+        epilog="A command exits 74 when its output cannot be written (a full disk, an I/O error), 141 "
+        "quietly when the reader of its output goes away (| head; run --headless stops its episode and exits 1), "
+        "3 on an internal error.",
     )
     parser.add_argument("--version", action="version", version=f"smoldata-tui {__version__}")
     parser.add_argument("--tasks", dest="home_tasks", metavar="DIR",
@@ -25,7 +29,8 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "For each trace, compute native_tool_calls exactly as the environment's training wrapper "
             "does, and list what is wrong with the trace. Exit 0 when every trace gets an int verdict, "
-            "1 when any is rejected (None) or would crash the wrapper, 2 on usage errors."
+            "1 when any is rejected (None) or would crash the wrapper, 2 on usage errors, 74 when the output "
+            "cannot be written, 141 when its reader goes away (| head)."
         ),
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help="trace files, or directories of *.jsonl traces")
@@ -75,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
         "tasks",
         help="list a task set (default: the sample tasks shipped with smoldata-tui)",
         description="List the Harbor task folders of a task set: tier, category, where the data comes from, the "
-        "instruction's first line. Exit 2 when the task root is missing or a task is malformed.",
+        "instruction's first line. Exit 2 when the task root is missing or a task is malformed, 74 when the "
+        "output cannot be written, 141 when its reader goes away (| head).",
     )
     tasks.add_argument("--tasks", metavar="DIR", help="the folder that holds the task folders")
     tasks.add_argument("--json", action="store_true", help="one JSON object per task (JSON Lines)")
@@ -100,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     diff = commands.add_parser("diff", help="where two episodes part ways: their tool calls aligned",
                                description="Align the tool calls of two episodes (trace files or episode folders) "
                                "and show where they part ways. Exit 0 when every call is the same, 1 when they "
-                               "differ, 2 on usage errors.")  # fmt: skip
+                               "differ, 2 on usage errors, 74 when the output cannot be written, 141 when its "
+                               "reader goes away (| head).")  # fmt: skip
     diff.add_argument("a", metavar="A", help="a trace file, or an episode folder (run.jsonl + run.meta.json)")
     diff.add_argument("b", metavar="B", help="the other trace file or episode folder")
     diff.add_argument("--json", action="store_true", help="one JSON object instead of the screen")
@@ -224,69 +231,85 @@ def _add_run_parser(commands) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    guard = StdoutGuard(sys.stdout)
+    sys.stdout = guard
+    args = argparse.Namespace(command=None)
     try:
-        if args.command == "check":
-            from smoldata_tui.commands.check import run_check
-
-            return run_check(args.paths, as_json=args.json, strict=args.strict, summary=args.summary,
-                             groups=args.groups, use_cache=not args.no_cache)  # fmt: skip
-        if args.command == "replay":
-            from smoldata_tui.ui.apps.viewer import run_replay
-
-            return run_replay(args.path, follow=args.follow, speed=args.speed)
-        if args.command == "tasks":
-            from smoldata_tui.tasks.listing import run_tasks_listing
-
-            return run_tasks_listing(args.tasks, as_json=args.json)
-        if args.command == "run":
-            from smoldata_tui.commands.run import run_live_or_headless
-
-            return run_live_or_headless(args)
-        if args.command == "diff":
-            from smoldata_tui.commands.diff import run_diff
-
-            return run_diff(args.a, args.b, as_json=args.json)
-        if args.command == "daytona":
-            from smoldata_tui.commands.daytona import run_daytona_cli
-
-            return run_daytona_cli(args)
-        if args.command == "local":
-            from smoldata_tui.commands.local import run_local_cli
-
-            return run_local_cli(args)
-        if args.command == "opencode" and args.opencode_action == "compare":
-            from smoldata_tui.diff.opencode_compare import run_compare_cli
-
-            return run_compare_cli(args)
-        if args.command == "opencode":
-            from smoldata_tui.opencode.install import run_opencode_cli
-
-            return run_opencode_cli(args.opencode_action, args.opencode_version)
-        from smoldata_tui.ui.apps.live import run_home
-
-        return run_home(args.home_tasks)
+        args = _parser().parse_args(argv)
+        status = _dispatch(args)
+        if guard.failed is None:
+            sys.stdout.flush()  # a failure now is this command's, not the interpreter's at exit
+        else:
+            guard.silence()  # the command dealt with its reader going away (run --headless)
+        return status
     except KeyboardInterrupt:
         print("smoldata-tui: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        sys.stderr.close()  # the reader went away (e.g. `| head`); nothing left to say
-        return 0
-    except Exception as exc:  # noqa: BLE001 - one clear line instead of a traceback
-        from smoldata_tui.fleet.check import UsageError
-
-        if isinstance(exc, UsageError):
-            print(f"smoldata-tui {args.command}: {exc}", file=sys.stderr)
-            return 2
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - one clear line instead of a traceback
+        failure = guard.failure_of(exc)
+        if failure is not None:
+            guard.silence()
+            return report_output_failure(args.command, failure)
+        if isinstance(exc, SystemExit):
+            raise
         if os.environ.get("SMOLDATA_TUI_DEBUG"):
             raise
+        name = f"smoldata-tui{' ' + args.command if args.command else ''}"
+        if isinstance(exc, ImportError):  # a broken installation, not a bug of ours
+            print(f"{name}: a library it needs cannot be loaded: {type(exc).__name__}: {exc} "
+                  "(reinstall smoldata-tui with its dependencies)", file=sys.stderr)  # fmt: skip
+            return 3
         print(
-            f"smoldata-tui {args.command}: internal error: {type(exc).__name__}: {exc} "
+            f"{name}: internal error: {type(exc).__name__}: {exc} "
             "(set SMOLDATA_TUI_DEBUG=1 to see the traceback, and please report it)",
             file=sys.stderr,
         )
         return 3
+    finally:
+        sys.stdout = guard.stream
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "check":
+        from smoldata_tui.commands.check import run_check
+
+        return run_check(args.paths, as_json=args.json, strict=args.strict, summary=args.summary,
+                         groups=args.groups, use_cache=not args.no_cache)  # fmt: skip
+    if args.command == "replay":
+        from smoldata_tui.ui.apps.viewer import run_replay
+
+        return run_replay(args.path, follow=args.follow, speed=args.speed)
+    if args.command == "tasks":
+        from smoldata_tui.tasks.listing import run_tasks_listing
+
+        return run_tasks_listing(args.tasks, as_json=args.json)
+    if args.command == "run":
+        from smoldata_tui.commands.run import run_live_or_headless
+
+        return run_live_or_headless(args)
+    if args.command == "diff":
+        from smoldata_tui.commands.diff import run_diff
+
+        return run_diff(args.a, args.b, as_json=args.json)
+    if args.command == "daytona":
+        from smoldata_tui.commands.daytona import run_daytona_cli
+
+        return run_daytona_cli(args)
+    if args.command == "local":
+        from smoldata_tui.commands.local import run_local_cli
+
+        return run_local_cli(args)
+    if args.command == "opencode" and args.opencode_action == "compare":
+        from smoldata_tui.diff.opencode_compare import run_compare_cli
+
+        return run_compare_cli(args)
+    if args.command == "opencode":
+        from smoldata_tui.opencode.install import run_opencode_cli
+
+        return run_opencode_cli(args.opencode_action, args.opencode_version)
+    from smoldata_tui.ui.apps.live import run_home
+
+    return run_home(args.home_tasks)
 
 
 if __name__ == "__main__":

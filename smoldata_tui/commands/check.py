@@ -14,7 +14,7 @@ from typing import TextIO
 
 import orjson
 
-from smoldata_tui.fleet.check import Checked, check_all, lasting_objects, list_traces
+from smoldata_tui.fleet.check import Checked, UsageError, check_all, lasting_objects, list_traces
 
 # The totals and the printers are imported where they are used: a re-run that the cache answers
 # whole analyses nothing, and its start-up is most of its time.
@@ -42,8 +42,12 @@ def run_check(
     use_cache: bool = True,
 ) -> int:
     out = out or sys.stdout
-    with lasting_objects():
-        traces = list_traces(paths, use_cache=use_cache and as_json)
+    try:
+        with lasting_objects():
+            traces = list_traces(paths, use_cache=use_cache and as_json)
+    except UsageError as exc:
+        print(f"smoldata-tui check: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     binary = getattr(out, "buffer", None)
     results: list[Checked] = []
     for result in check_all(traces, as_json=as_json, with_metadata=summary or groups, use_cache=use_cache):
