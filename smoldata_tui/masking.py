@@ -76,18 +76,28 @@ SECRET_NAME = re.compile(r"key|token|secret|password|passwd|authorization|creden
 _SECRET_NAME = SECRET_NAME
 # A count such as max_tokens is not a secret: "tokens" (plural) holding a number is kept.
 _TOKEN_COUNT_NAME = re.compile(r"tokens(?![a-z])", re.IGNORECASE)
-_CREDENTIAL = re.compile(
-    r"(?:\b(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header value
-    r"|\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"  # OpenAI / Anthropic style keys
+_HEADER_VALUE = r"\b(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header value
+# In what an agent writes, "basic analysis" and "token counting" have a header's shape: there a
+# header value is one only where the text says it is, or where it looks like a credential.
+_HEADER_VALUE_IN_PROSE = (
+    r"\bauthorization\s*[:=]\s*(?:(?:bearer|basic|token)\s+)?[A-Za-z0-9._~+/=-]{8,}"
+    r"|\b(?:bearer|basic|token)\s+(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{16,}"
+)
+_KEY_SHAPES = (
+    r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"  # OpenAI / Anthropic style keys
     r"|\bhf_[A-Za-z0-9]{20,}"  # Hugging Face
     r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
     r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key id
     r"|\bdtn_[A-Za-z0-9]{16,}"  # Daytona
     r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # a JWT
-    r"|(?<=://)[^/\s:@]+:[^/\s@]+(?=@))",  # user:password@ in a URL
-    re.IGNORECASE,
+    r"|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"  # user:password@ in a URL
 )
+_CREDENTIAL = re.compile(f"(?:{_HEADER_VALUE}|{_KEY_SHAPES})", re.IGNORECASE)
+_CREDENTIAL_IN_PROSE = re.compile(f"(?:{_HEADER_VALUE_IN_PROSE}|{_KEY_SHAPES})", re.IGNORECASE)
+# Every match of _CREDENTIAL_IN_PROSE begins with one of these (in any case), or just after "://".
+_PROSE_CREDENTIAL_STARTS = ("authorization", "bearer", "basic", "token", "sk-", "pk-", "rk-", "hf_", "ghp_",
+                            "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "akia", "dtn_", "eyj")  # fmt: skip
 
 
 def masked_config(config: Any) -> Any:
@@ -124,6 +134,42 @@ def looks_like_credential(text: str) -> bool:
 def redact_text(text: str) -> str:
     """Free text (grader output, an error) with anything credential-like replaced."""
     return _CREDENTIAL.sub(REDACTED, text)
+
+
+def redact_shown_text(text: str) -> str:
+    """What an agent wrote, as it is shown or reported: keys by their shapes, header values where
+    the text names them (see ``_HEADER_VALUE_IN_PROSE``), each replaced by ``[redacted]``.
+
+    The same as ``_CREDENTIAL_IN_PROSE.sub``, which costs about 190 ms a megabyte in Python's
+    ``re``: the pattern is tried only where a match can begin (a start found by ``str.find`` in
+    the case-folded text, about 5 ms a megabyte), so clean output costs next to nothing.
+    """
+    folded = text.casefold()
+    # A character folded to two ("ß", "İ") would put the places out of line, and "ı" is an "i" to
+    # the pattern but not to casefold: such rare text is scanned whole.
+    if len(folded) != len(text) or "\u0131" in folded:
+        return _CREDENTIAL_IN_PROSE.sub(REDACTED, text)
+    starts = []
+    for needle in _PROSE_CREDENTIAL_STARTS:
+        at = folded.find(needle)
+        while at != -1:
+            starts.append(at)
+            at = folded.find(needle, at + 1)
+    at = text.find("://")
+    while at != -1:
+        starts.append(at + 3)
+        at = text.find("://", at + 1)
+    if not starts:
+        return text
+    pieces, end = [], 0
+    for start in sorted(starts):
+        if start < end:
+            continue
+        match = _CREDENTIAL_IN_PROSE.match(text, start)
+        if match is not None:
+            pieces += (text[end:start], REDACTED)
+            end = match.end()
+    return "".join(pieces) + text[end:] if pieces else text
 
 
 def _secret_name(name: str) -> bool:

@@ -90,7 +90,7 @@ def tool_version() -> str:
     deciding = [*package.joinpath("trace").glob("*.py"), *package.joinpath("training").glob("*.py"),
                 *package.joinpath("episode").glob("*.py"),
                 package / "fleet" / "summary.py", package / "fleet" / "work.py", package / "fleet" / "cache.py",
-                package / "store" / "metadata.py", package / "store" / "metadata_reader.py",
+                package / "store" / "metadata.py", package / "store" / "metadata_reader.py", package / "masking.py",
                 package / "fleet" / "check.py"]  # fmt: skip
     sources = []
     for source in sorted(deciding):

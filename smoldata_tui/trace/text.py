@@ -1,15 +1,18 @@
-"""Make untrusted agent text safe to show: no escape sequences, no control characters.
+"""Make untrusted agent text safe to show: no escape sequences, no control characters, no credentials.
 
 Agent output reaches the screen, findings and reports. It may hold ANSI escape
 sequences, BEL, backspaces, C1 controls or bidi overrides. Every such character
 is replaced with a visible stand-in, so nothing is interpreted and nothing is
-silently hidden. Rich markup is a separate concern: callers put this text in a
+silently hidden. It may hold a credential the agent read or printed: each is shown
+as ``[redacted]`` (:func:`smoldata_tui.masking.redact_shown_text`). Rich markup is a separate concern: callers put this text in a
 ``rich.text.Text`` (never ``from_markup``), which does not parse ``[bold]``.
 """
 
 from __future__ import annotations
 
 import re
+
+from smoldata_tui.masking import redact_shown_text
 
 # C0 controls except tab/newline, DEL, C1 controls, and bidi/format controls that reorder text.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -29,8 +32,9 @@ def neutralize(text: str, *, keep_newlines: bool = True) -> str:
 
     Tabs become spaces (their width depends on the terminal). Newlines are kept
     for multi-line views, or shown as ``⏎`` when the text must fit one line.
+    Credentials become ``[redacted]``.
     """
-    text = text.replace("\t", "    ")
+    text = redact_shown_text(text).replace("\t", "    ")
     if not keep_newlines:
         text = text.replace("\r\n", "\u23ce").replace("\n", "\u23ce")
     if _UNSAFE.search(text) is None:
