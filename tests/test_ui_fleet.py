@@ -167,7 +167,7 @@ async def test_home_saved_episodes_open_the_fleet_table_and_q_comes_back(tmp_pat
     app.animation_level = "none"
     async with app.run_test(size=(200, 30)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), what="home")
-        assert "3 saved episodes" in text_of(app)
+        await wait_for(pilot, lambda: "3 saved episodes" in text_of(app), what="the count")  # off the UI thread
         await pilot.press("e")
         screen = await fleet_ready(pilot, 3)
         assert "3 episodes" in text_of(app) and not screen.standalone

@@ -111,7 +111,7 @@ async def test_q_on_a_run_from_home_asks_then_stops_it_and_comes_back_home(tmp_p
     app = LiveApp(runs=runs)
     async with app.run_test(size=(140, 45), notifications=True) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 10)
-        assert "0 saved episodes" in shown(app)
+        await wait_for(pilot, lambda: "0 saved episodes" in shown(app), 10)  # counted off the UI thread
         app.screen.query_one(DataTable).move_cursor(row=task_names(app).index("sales-top-region"))
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), 5)

@@ -175,7 +175,8 @@ async def test_home_lists_the_tasks_and_the_launch_form_starts_a_live_run(tmp_pa
         await back_to_stages(pilot, app)
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 5)
-        assert app.is_running and "1 saved episode in" in str(app.screen.query_one("#home-episodes").render())
+        assert app.is_running
+        await wait_for(pilot, lambda: "1 saved episode in" in str(app.screen.query_one("#home-episodes").render()), 10)
 
 
 async def test_at_80x24_the_launch_form_shows_its_task_every_field_and_the_run_button(tmp_path):

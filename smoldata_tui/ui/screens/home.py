@@ -12,15 +12,18 @@ import os
 from pathlib import Path
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
+from textual.worker import get_current_worker
 
+from smoldata_tui.fleet.index import scan
 from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, has_api_key
 from smoldata_tui.session.episode import EpisodeSpec
-from smoldata_tui.store.metadata import effective_status, is_trace_name, metadata_path_for
+from smoldata_tui.store.metadata import METADATA_SUFFIX, effective_status, sibling_path
 from smoldata_tui.store.metadata_reader import load_metadata
 from smoldata_tui.replay.model_endpoint import EndpointError, open_endpoint
 from smoldata_tui.session.opencode_env_harness import opencode_env_available
@@ -32,8 +35,18 @@ from smoldata_tui.ui.screens.modal_form import ModalForm
 from smoldata_tui.ui.theme_text import ThemedStatic
 
 
-def _saved_traces(runs: Path) -> list[Path]:
-    return sorted(p for p in runs.glob("*/*.jsonl") if is_trace_name(p.name)) if runs.is_dir() else []
+def count_saved_episodes(runs: Path) -> tuple[int, int]:
+    """(episodes, interrupted ones) below ``runs``: the episodes the fleet table (``e``) lists, at any
+    depth, so a batch's ``<batch>/<task>-N/run.jsonl`` counts. It reads every ``run.meta.json``:
+    half a second for 10,000 episodes, so it runs off the UI thread."""
+    if not runs.is_dir():
+        return 0, 0
+    episodes = list(scan(runs))
+    interrupted = sum(
+        effective_status(load_metadata(sibling_path(episode.path, METADATA_SUFFIX))) == "interrupted"
+        for episode in episodes
+    )
+    return len(episodes), interrupted
 
 
 class HomeScreen(Screen[None]):
@@ -62,6 +75,7 @@ class HomeScreen(Screen[None]):
         self.runs = runs
         self.tasks: list[Task] = []
         self.problem: str | None = None
+        self.saved: tuple[int, int] | None = None  # (episodes, interrupted) as last counted; None: counting
 
     def compose(self) -> ComposeResult:
         try:
@@ -84,6 +98,18 @@ class HomeScreen(Screen[None]):
     def on_mount(self) -> None:
         self._fill_table()
 
+    @work(thread=True, exclusive=True, group="home-episodes")
+    def _count_episodes(self, then_open: bool = False) -> None:
+        counted = count_saved_episodes(self.runs)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._counted, counted, then_open)
+
+    def _counted(self, counted: tuple[int, int], then_open: bool) -> None:
+        self.saved = counted
+        self.query_one("#home-episodes", Static).update(self._episodes_line())
+        if then_open:
+            self._open_episodes()
+
     def _title(self) -> Text:
         where = self.tasks_root or "the sample tasks that ship with smoldata-tui"
         return Text(f"tasks in {clip(str(where), 100)}  (Enter runs one, e browses saved episodes, ? lists the keys)")
@@ -100,10 +126,11 @@ class HomeScreen(Screen[None]):
     def _episodes_line(self) -> Text:
         if self.problem:
             return Text(f"the task set cannot be read: {self.problem}", style="bold $error")
-        traces = _saved_traces(self.runs)
-        count = len(traces)
-        text = Text(f"{count} saved episode{'s' if count != 1 else ''} in {clip(str(self.runs), 80)}", style="dim")
-        interrupted = sum(effective_status(load_metadata(metadata_path_for(trace))) == "interrupted" for trace in traces)
+        where = clip(str(self.runs), 80)
+        if self.saved is None:
+            return Text(f"counting the saved episodes in {where}\u2026", style="dim")
+        count, interrupted = self.saved
+        text = Text(f"{count} saved episode{'s' if count != 1 else ''} in {where}", style="dim")
         if interrupted:  # their process died mid-run (SIGKILL, a crash): never finished, never graded
             text.append(f"  {interrupted} interrupted (smoldata-tui local gc tidies their sandboxes)", style="bold $warning")
         return text
@@ -123,7 +150,13 @@ class HomeScreen(Screen[None]):
             self.app.push_screen(LaunchForm(task, self.runs))
 
     def action_episodes(self) -> None:
-        if not _saved_traces(self.runs):
+        if self.saved is None or self.saved[0] == 0:  # still counting, or none when last counted: count now
+            self._count_episodes(then_open=True)
+        else:
+            self._open_episodes()
+
+    def _open_episodes(self) -> None:
+        if self.saved is None or self.saved[0] == 0:
             self.app.notify(f"no saved episodes in {clip(str(self.runs), 80)} yet", markup=False)
             return
         self.app.open_fleet(self.runs, standalone=False)
@@ -163,8 +196,8 @@ class HomeScreen(Screen[None]):
     def help_sections(self) -> list[tuple[str, type]]:
         return [("Home", HomeScreen)]
 
-    def on_screen_resume(self) -> None:
-        self.query_one("#home-episodes", Static).update(self._episodes_line())
+    def on_screen_resume(self) -> None:  # shown first, or again: a run since may have saved more
+        self._count_episodes()
 
 
 # The endpoint's messages speak to the command line; the form names its own fields instead.
