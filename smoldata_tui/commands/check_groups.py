@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TextIO
 
 import orjson
-from rich.console import Console
 from rich.text import Text
 
+from smoldata_tui.commands.text_console import cell_limit, text_console
 from smoldata_tui.fleet.groups import Group, by_signal, flags
 from smoldata_tui.trace.text import clip, neutralize
 
@@ -40,9 +40,9 @@ def split_text(split: dict | None) -> str:
 
 def print_groups(groups: list[Group], *, out: TextIO) -> None:
     """One block per group, most learning signal first: its header, its numbers, its flags and
-    its first split, each on a line of its own so that 80 columns hold them."""
-    console = Console(file=out, highlight=False, soft_wrap=False)
-    width = max(40, console.width)
+    its first split, each on a line of its own so that 80 columns hold them (a pipe or a log: whole)."""
+    console = text_console(out, soft_wrap=False)
+    width = cell_limit(console, max(40, console.width))
     console.print(Text(f"{len(groups)} group(s) of attempts (task · model), most learning signal first", style="bold"))
     for group in by_signal(groups):
         console.print()

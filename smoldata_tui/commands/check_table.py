@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
 from rich.text import Text
 
+from smoldata_tui.commands.text_console import bounded, cell_limit, text_console
 from smoldata_tui.trace import Finding, Severity
 from smoldata_tui.trace.text import clip, neutralize
 
@@ -40,10 +40,11 @@ def _where(finding: Finding) -> str:
     return f"line {finding.line}" if finding.line is not None else "stream"
 
 
-def _first_finding(result: Checked) -> Text:
-    """The finding that explains the verdict when there is one, else the most severe."""
+def _first_finding(result: Checked, limit: int) -> Text:
+    """The finding that explains the verdict when there is one, else the most severe (its
+    sentence cut at ``limit``)."""
     if result.error is not None:
-        return Text(clip(result.error, 200), style="bold red")
+        return Text(clip(result.error, max(limit, 200)), style="bold red")
     failure = result.report.verdict.failure
     verdict_line = failure.line if failure else None
     findings = sorted(
@@ -53,7 +54,7 @@ def _first_finding(result: Checked) -> Text:
     if not findings:
         return Text("—", style="dim")
     first = findings[0]
-    return Text(f"{_where(first)}: {clip(first.message, 90)}", style=_SEVERITY_STYLE[first.severity])
+    return Text(f"{_where(first)}: {clip(first.message, limit)}", style=_SEVERITY_STYLE[first.severity])
 
 
 def _common_folder(results: list[Checked]) -> Path | None:
@@ -70,17 +71,19 @@ def _fit_name(text: str, width: int) -> str:
 
 def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
     """One aligned row per trace (plain columns, so narrow terminals stay readable)."""
-    console = Console(file=out, highlight=False, soft_wrap=True)
+    console = text_console(out)
+    path_limit = cell_limit(console, 200)
     folder = _common_folder(results)  # name files relative to it, to leave room for the findings
     if folder is not None:
-        console.print(Text(clip(f"{folder}{os.sep}", 200), style="bold"))
-    names = [clip(result.path.name if folder else str(result.path), 200) for result in results]
+        console.print(Text(clip(f"{folder}{os.sep}", path_limit), style="bold"))
+    names = [clip(result.path.name if folder else str(result.path), path_limit) for result in results]
     verdicts = [_verdict_cell(result) for result in results]
-    name_width = max(5, min(40, max(len(name) for name in names)))
+    longest_name = max(len(name) for name in names)
+    name_width = max(5, min(40, longest_name) if bounded(console) else longest_name)
     verdict_width = max(7, max(len(verdict.plain) for verdict in verdicts))
-    finding_width = max(20, console.width - name_width - verdict_width - 3 * 5 - 4)
-    if not console.is_terminal:
-        finding_width = max(finding_width, 120)  # a pipe or a CI log: room for the sentence
+    before_finding = name_width + 2 + verdict_width + 2 + 3 * 5 + 1  # the row's cells up to the finding
+    finding_width = max(20, console.width - before_finding)
+    finding_limit = cell_limit(console, 90)
     header = Text(f"{'trace':<{name_width}}  {'verdict':>{verdict_width}}  {'err':>4} {'warn':>4} {'info':>4}  first finding")
     header.stylize("bold underline")
     console.print(header)
@@ -93,7 +96,7 @@ def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
         row.append("  ")
         for key, style in (("error", "bold red"), ("warning", "yellow"), ("info", "dim")):
             row.append(f"{counts[key]:>4} ", style=style if counts[key] else "dim")
-        first = _first_finding(result)
+        first = _first_finding(result, finding_limit)
         first.truncate(finding_width, overflow="ellipsis")
         row.append(" ")
         row.append_text(first)
@@ -142,10 +145,10 @@ def _percent(part: int, whole: int) -> str:
 
 def print_summary(totals: FleetTotals, results: list[Checked], *, out: TextIO, strict: bool) -> None:
     """``check --summary``: the fleet's totals instead of one row per trace."""
-    console = Console(file=out, highlight=False, soft_wrap=True)
+    console = text_console(out)
 
     def safe(text: object, width: int = 120) -> str:
-        return neutralize(clip(str(text), width), keep_newlines=False)
+        return neutralize(clip(str(text), cell_limit(console, width)), keep_newlines=False)
 
     head = Text(f"{totals.traces:,} trace{'s' if totals.traces != 1 else ''}: ", style="bold")
     head.append(f"{totals.accepted:,} accepted ({_percent(totals.accepted, totals.traces)})", style="green")
@@ -166,13 +169,14 @@ def print_summary(totals: FleetTotals, results: list[Checked], *, out: TextIO, s
                 console.print(Text(f"{count:>8,}  {safe(name)}"))
     if totals.tasks:
         console.print()
-        header = Text(f"{'task':<32} {'episodes':>8} {'graded':>7} {'passed':>7} {'pass rate':>9} {'accepted':>9}")
+        task_width = 32 if bounded(console) else max(32, *(len(safe(name)) for name in totals.tasks))
+        header = Text(f"{'task':<{task_width}} {'episodes':>8} {'graded':>7} {'passed':>7} {'pass rate':>9} {'accepted':>9}")
         header.stylize("bold underline")
         console.print(header)
         for name in sorted(totals.tasks):
             task = totals.tasks[name]
             console.print(Text(
-                f"{safe(name, 32):<32} {task.episodes:>8,} {task.graded:>7,} {task.passed:>7,} "
+                f"{safe(name, task_width):<{task_width}} {task.episodes:>8,} {task.graded:>7,} {task.passed:>7,} "
                 f"{_percent(task.passed, task.graded):>9} {_percent(task.accepted, task.episodes):>9}"
             ))  # fmt: skip
     bad_meta = [r for r in results if r.summary.meta_error is not None]
