@@ -17,6 +17,7 @@ from textual.widgets import DataTable
 
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.ui.screens.help import HelpScreen
 from smoldata_tui.ui.theme_text import ThemedStatic
 
 
@@ -35,8 +36,10 @@ class SignaturesScreen(ModalScreen[tuple[str, str] | None]):
     """Dismissed with ("open", path), ("filter", signature) or None."""
 
     BINDINGS = [
-        Binding("escape,q", "close", "Close"),
+        Binding("enter", "open", "Open an exemplar (the first episode of this signature)"),
         Binding("f", "filter", "Only this signature in the table"),
+        Binding("question_mark", "help", "Keys"),
+        Binding("escape,q", "close", "Close"),
     ]
     DEFAULT_CSS = """
     SignaturesScreen { align: center middle; }
@@ -54,8 +57,8 @@ class SignaturesScreen(ModalScreen[tuple[str, str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             title = Text(f"{len(self.rows)} signature(s)", "bold")
-            title.append("  finding kinds · how it ended · last tool · grade   Enter: an exemplar · f: filter · Esc",
-                         "dim")  # fmt: skip
+            title.append("  finding kinds · how it ended · last tool · grade   "
+                         "Enter: an exemplar · f: filter · ?: keys · Esc", "dim")  # fmt: skip
             yield ThemedStatic(title, id="signatures-title")
             yield DataTable(id="signatures-table", cursor_type="row")
 
@@ -71,7 +74,7 @@ class SignaturesScreen(ModalScreen[tuple[str, str] | None]):
         return self.rows[table.cursor_row] if self.rows else None
 
     @on(DataTable.RowSelected)
-    def _open(self) -> None:
+    def action_open(self) -> None:
         row = self._current()
         if row is not None:
             self.dismiss(("open", row[2].path))
@@ -83,3 +86,9 @@ class SignaturesScreen(ModalScreen[tuple[str, str] | None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self))
+
+    def help_sections(self) -> list[tuple[str, type]]:
+        return [("Signatures", SignaturesScreen)]
