@@ -17,6 +17,12 @@ KNOWN_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_fi
 # step_finish reasons with a finding of their own (the AI SDK's names)
 _CUT_OFF = "length"
 _NO_FINISH_REASON = "unknown"  # the provider's stream closed without a finish reason
+# Kinds one bad line makes (a log of a million junk lines would make a million): each is listed one
+# by one up to LISTED_PER_KIND times, the rest of it become one finding. No merge drops these kinds,
+# so a stream analysed in parts lists the same ones.
+LISTED_PER_KIND = 1000
+PER_LINE_KINDS = frozenset({"malformed_line", "truncated_line", "wrapper_crash", "not_an_object", "undecodable",
+                            "wrapper_split"})  # fmt: skip
 
 __all__ = ["KNOWN_TYPES", "Finding", "FindingsCollector", "Severity"]
 
@@ -41,6 +47,8 @@ class FindingsCollector:
         # that one can be claimed by text an earlier part of the stream saw (see merge)
         self._first_finish: dict[object, Finding | None] = {}
         self._dropped: list | None = None  # [first line, first event, count] of step_finish reason "unknown"
+        self._listed: dict[str, int] = {}  # a per-line kind -> findings of it listed
+        self._omitted: dict[str, list] = {}  # a per-line kind -> [severity, first line, first event, last line, count]
 
     def add(
         self,
@@ -52,8 +60,25 @@ class FindingsCollector:
         related_line: int | None = None,
     ) -> Finding:
         finding = Finding(kind, severity, line, event, message, related_line)
+        if kind in PER_LINE_KINDS:
+            listed = self._listed.get(kind, 0)
+            if listed >= LISTED_PER_KIND:
+                self._omit(finding)
+                return finding
+            self._listed[kind] = listed + 1
         self.findings.append(finding)
         return finding
+
+    def _omit(self, finding: Finding, count: int = 1, last_line: int | None = None) -> None:
+        omitted = self._omitted.get(finding.kind)
+        last_line = finding.line if last_line is None else last_line
+        if omitted is None:
+            self._omitted[finding.kind] = [finding.severity, finding.line, finding.event, last_line, count]
+            return
+        if (finding.line or 0) < (omitted[1] or 0):
+            omitted[1], omitted[2] = finding.line, finding.event
+        omitted[3] = max(omitted[3] or 0, last_line or 0)
+        omitted[4] += count
 
     # --- stream framing -------------------------------------------------------------------
     def undecodable(self, line: int, event: int | None, exc: UnicodeDecodeError) -> None:
@@ -229,6 +254,9 @@ class FindingsCollector:
             self._first_ts = (timestamp, line, index + base)
         if self._dropped is not None:
             self._dropped[1] += base
+        for omitted in self._omitted.values():
+            if omitted[2] is not None:
+                omitted[2] += base
 
     def merge(self, later: FindingsCollector) -> None:
         """Continue with the next part of the stream, analysed on its own (events already shifted).
@@ -286,6 +314,26 @@ class FindingsCollector:
         kept = [finding for finding in later.findings if id(finding) not in dropped]
         self.findings.extend(kept + made_here)
         self.findings.sort(key=lambda finding: finding.line or 0)
+        for kind, (severity, line, index, last_line, count) in later._omitted.items():
+            self._omit(Finding(kind, severity, line, index, ""), count, last_line)
+        for kind, listed in later._listed.items():
+            self._listed[kind] = self._listed.get(kind, 0) + listed
+        if any(self._listed.get(kind, 0) > LISTED_PER_KIND for kind in later._listed):
+            self._list_the_first_of_each_kind()
+
+    def _list_the_first_of_each_kind(self) -> None:
+        """After a merge: LISTED_PER_KIND of each per-line kind, the first in the stream."""
+        seen: dict[str, int] = {}
+        listed = []
+        for finding in self.findings:
+            if finding.kind in PER_LINE_KINDS:
+                seen[finding.kind] = seen.get(finding.kind, 0) + 1
+                if seen[finding.kind] > LISTED_PER_KIND:
+                    self._omit(finding)
+                    continue
+            listed.append(finding)
+        self.findings[:] = listed
+        self._listed = {kind: min(count, LISTED_PER_KIND) for kind, count in seen.items()}
 
     # --- end of stream ------------------------------------------------------------------------
     def finish(self) -> None:
@@ -313,6 +361,10 @@ class FindingsCollector:
                 index,
                 f"event type {name!r} is not one of OpenCode 1.18.31's six{times}",
             )
+        for kind, (severity, line, index, last_line, count) in self._omitted.items():
+            lines = f"{count:,} more lines" if count > 1 else "one more line"
+            self.findings.append(Finding(kind, severity, line, index, f"{lines} like the {LISTED_PER_KIND:,} above, from "
+                                         f"here to line {last_line:,}, not listed one by one"))  # fmt: skip
         if self._step_finishes == 0:
             self.add(
                 "no_step_finish",
