@@ -29,7 +29,8 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "For each trace, compute native_tool_calls exactly as the environment's training wrapper "
             "does, and list what is wrong with the trace. Exit 0 when every trace gets an int verdict, "
-            "1 when any is rejected (None) or would crash the wrapper, 2 on usage errors, 74 when the output "
+            "1 when any is rejected (None) or would crash the wrapper, 2 on usage errors and unreadable or missing "
+            "paths (the others are still checked), 74 when the output "
             "cannot be written, 141 when its reader goes away (| head)."
         ),
     )

@@ -144,3 +144,19 @@ def test_output_to_a_closed_pipe_is_quiet(tmp_path):
         timeout=60,
     )
     assert "Traceback" not in done.stderr
+
+
+def test_a_missing_path_does_not_stop_the_others_and_exits_two(cli, tmp_path):
+    missing = str(tmp_path / "gone.jsonl")
+    rejected = str(SAMPLES / "no_step_finish.jsonl")
+    table = cli("check", CLEAN, missing, rejected)
+    assert table.returncode == 2
+    assert table.stderr.splitlines() == [f"smoldata-tui check: {missing}: no such file or directory"]
+    assert "clean_pass.jsonl" in table.stdout and "no_step_finish.jsonl" in table.stdout
+    assert "2 traces checked, 1 rejected by the training wrapper, 1 path not found" in table.stdout
+    lines = cli("check", "--json", "--summary", CLEAN, missing, rejected)
+    assert lines.returncode == 2
+    assert lines.stderr.splitlines() == [f"smoldata-tui check: {missing}: no such file or directory"]
+    *rows, totals = (json.loads(line) for line in lines.stdout.splitlines())
+    assert [os.path.basename(row["path"]) for row in rows] == ["clean_pass.jsonl", "no_step_finish.jsonl"]
+    assert (totals["traces"], totals["missing"]) == (2, [missing])

@@ -42,11 +42,15 @@ def run_check(
     use_cache: bool = True,
 ) -> int:
     out = out or sys.stdout
+    missing: list[str] = []
     try:
         with lasting_objects():
-            traces = list_traces(paths, use_cache=use_cache and as_json)
+            traces = list_traces(paths, use_cache=use_cache and as_json, missing=missing)
     except UsageError as exc:
         print(f"smoldata-tui check: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not traces:
+        _say_missing(missing)
         return EXIT_USAGE
     binary = getattr(out, "buffer", None)
     results: list[Checked] = []
@@ -61,13 +65,17 @@ def run_check(
     for result in results:
         if result.error is not None:
             print(f"smoldata-tui check: {result.path}: {result.error}", file=sys.stderr)
+    _say_missing(missing)
     if summary:
         from smoldata_tui.fleet.aggregate import fleet_totals
     found_groups = _groups(results) if groups else None
     if as_json:
         last_lines = []
         if summary:
-            last_lines.append(orjson.dumps(fleet_totals(result.summary for result in results).to_json()) + b"\n")
+            totals = fleet_totals(result.summary for result in results).to_json()
+            if missing:
+                totals["missing"] = missing
+            last_lines.append(orjson.dumps(totals) + b"\n")
         if found_groups is not None:
             from smoldata_tui.commands.check_groups import groups_line
 
@@ -82,15 +90,21 @@ def run_check(
         from smoldata_tui.commands.check_table import print_summary, print_table
 
         if summary:
-            print_summary(fleet_totals(result.summary for result in results), results, out=out, strict=strict)
+            print_summary(fleet_totals(result.summary for result in results), results, out=out, strict=strict,
+                          missing=missing)  # fmt: skip
         elif found_groups is None:
-            print_table(results, out=out, strict=strict)
+            print_table(results, out=out, strict=strict, missing=missing)
         if found_groups is not None:
             from smoldata_tui.commands.check_groups import print_groups
 
             print_groups(found_groups, out=out)
     gc.unfreeze()  # what lasting_objects froze lived as long as this command
-    return exit_status(results, strict=strict)
+    return EXIT_USAGE if missing else exit_status(results, strict=strict)
+
+
+def _say_missing(missing: list[str]) -> None:
+    for path in missing:
+        print(f"smoldata-tui check: {path}: no such file or directory", file=sys.stderr)
 
 
 def _groups(results: list[Checked]):

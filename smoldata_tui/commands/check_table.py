@@ -69,7 +69,7 @@ def _fit_name(text: str, width: int) -> str:
     return text if len(text) <= width else "\u2026" + text[len(text) - width + 1 :]
 
 
-def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
+def print_table(results: list[Checked], *, out: TextIO, strict: bool, missing: list[str] = ()) -> None:
     """One aligned row per trace (plain columns, so narrow terminals stay readable)."""
     console = text_console(out)
     path_limit = cell_limit(console, 200)
@@ -131,6 +131,8 @@ def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
     unreadable = sum(1 for r in results if r.error is not None)
     if unreadable:
         summary += f", {unreadable} unreadable"
+    if missing:
+        summary += f", {_not_found(missing)}"
     if strict:
         failing = sum(1 for r in results if r.accepted and r.has_errors())
         summary += f", {failing} accepted with error findings (--strict)"
@@ -139,11 +141,17 @@ def print_table(results: list[Checked], *, out: TextIO, strict: bool) -> None:
 
 
 
+def _not_found(missing: list[str]) -> str:
+    return f"{len(missing)} path{'s' if len(missing) != 1 else ''} not found"
+
+
 def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "—"
 
 
-def print_summary(totals: FleetTotals, results: list[Checked], *, out: TextIO, strict: bool) -> None:
+def print_summary(
+    totals: FleetTotals, results: list[Checked], *, out: TextIO, strict: bool, missing: list[str] = ()
+) -> None:
     """``check --summary``: the fleet's totals instead of one row per trace."""
     console = text_console(out)
 
@@ -156,6 +164,8 @@ def print_summary(totals: FleetTotals, results: list[Checked], *, out: TextIO, s
     head.append(f", {totals.crashes:,} would crash the wrapper", style="bold magenta" if totals.crashes else "dim")
     if totals.unreadable:
         head.append(f", {totals.unreadable:,} unreadable", style="bold red")
+    if missing:
+        head.append(f", {_not_found(missing)}", style="bold red")
     console.print(head)
     console.print(Text(f"tool calls counted (sum of the int verdicts): {totals.tool_calls:,}"))
     if strict:

@@ -64,13 +64,17 @@ def collect_traces(arguments: list[str], err: TextIO | None = None) -> list[str]
     return [listed.path for listed in list_traces(arguments, err)]
 
 
-def list_traces(arguments: list[str], err: TextIO | None = None, *, use_cache: bool = False) -> list[Listed]:
+def list_traces(
+    arguments: list[str], err: TextIO | None = None, *, use_cache: bool = False, missing: list[str] | None = None
+) -> list[Listed]:
     """Files as given; directories expand to their traces by the fleet table's rules
     (:func:`~smoldata_tui.fleet.listing.walk_traces`: recursive, sorted, hidden names skipped,
     each file once). Only regular files are read: a FIFO or a device named as an argument is a
     usage error, one found in a directory is skipped with a line on ``err`` (reading it would
     block, or never end). ``use_cache``: folders unchanged since the last listing are not read
-    again (``listing_memory.py``).
+    again (``listing_memory.py``). A path that does not exist is a usage error, or with
+    ``missing`` is added to it while the others are still listed (``check``: one missing path
+    does not stop CI from checking the rest).
     """
     walk = walk_traces
     if use_cache:
@@ -95,6 +99,8 @@ def list_traces(arguments: list[str], err: TextIO | None = None, *, use_cache: b
             if kind is not None:
                 raise UsageError(f"{argument}: {kind}, not a regular file (save the stream to a file first)")
             traces.append(Listed.file(argument))
+        elif missing is not None:
+            missing.append(argument)
         else:
             raise UsageError(f"{argument}: no such file or directory")
     return traces
