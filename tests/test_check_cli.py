@@ -153,10 +153,23 @@ def test_a_missing_path_does_not_stop_the_others_and_exits_two(cli, tmp_path):
     assert table.returncode == 2
     assert table.stderr.splitlines() == [f"smoldata-tui check: {missing}: no such file or directory"]
     assert "clean_pass.jsonl" in table.stdout and "no_step_finish.jsonl" in table.stdout
-    assert "2 traces checked, 1 rejected by the training wrapper, 1 path not found" in table.stdout
+    assert "2 traces checked, 1 rejected (None), 0 would crash the wrapper, 1 path not found" in table.stdout
     lines = cli("check", "--json", "--summary", CLEAN, missing, rejected)
     assert lines.returncode == 2
     assert lines.stderr.splitlines() == [f"smoldata-tui check: {missing}: no such file or directory"]
     *rows, totals = (json.loads(line) for line in lines.stdout.splitlines())
     assert [os.path.basename(row["path"]) for row in rows] == ["clean_pass.jsonl", "no_step_finish.jsonl"]
     assert (totals["traces"], totals["missing"]) == (2, [missing])
+
+
+def test_rejections_and_crashes_are_counted_apart_in_the_table_and_the_summary(cli):
+    rows = [json.loads(line) for line in cli("check", "--json", str(SAMPLES)).stdout.splitlines()]
+    crashes = sum(1 for row in rows if row.get("wrapper_crash"))
+    rejected = sum(1 for row in rows if "error" not in row and row["native_tool_calls"] is None) - crashes
+    assert crashes and rejected  # the samples have both
+    counts = f"{rejected} rejected (None), {crashes} would crash the wrapper"
+    assert cli("check", str(SAMPLES)).stdout.splitlines()[-1].endswith(counts)
+    assert counts in cli("check", "--summary", str(SAMPLES)).stdout.splitlines()[0]
+    deep = cli("check", str(SAMPLES / "wrapper_crash_deep_nesting.jsonl"))
+    assert "crash: RecursionError" in deep.stdout
+    assert deep.stdout.splitlines()[-1] == "1 trace checked, 0 rejected (None), 1 would crash the wrapper"

@@ -18,6 +18,8 @@ from smoldata_tui.store.metadata import EpisodeMetadata, Grade
 from smoldata_tui.store.metadata_writer import save_metadata
 from smoldata_tui.trace.build import TraceBuilder
 
+from .conftest import SAMPLES
+
 MODEL = "Qwen/Qwen3.5-4B"
 
 
@@ -151,3 +153,13 @@ def test_every_episode_has_a_signature_and_the_summary_counts_them_cold_and_cach
     for attempt in ("cold", "cached"):
         done = cli("check", "--summary", "--json", str(tmp_path / "batch"))
         assert json.loads(done.stdout.splitlines()[-1])["signatures"] == expected, attempt
+
+
+def test_the_groups_table_tells_a_crash_from_a_rejection(tmp_path, cli):
+    crash = (SAMPLES / "wrapper_crash_state_null.jsonl").read_bytes()
+    _batch(tmp_path / "batch", [("sales", 0, 1.0, _trace(RIGHT)), ("sales", 1, 0.0, crash),
+                                ("sales", 2, 1.0, _trace(RIGHT, repeat_id=True))])  # fmt: skip
+    table = cli("check", "--groups", str(tmp_path / "batch"))
+    assert table.returncode == 1, table.stderr  # a trace is rejected, another would crash the wrapper
+    assert "wrapper would crash on attempt 1" in table.stdout
+    assert "wrapper rejects attempt 2 (None)" in table.stdout

@@ -126,8 +126,9 @@ def print_table(results: list[Checked], *, out: TextIO, strict: bool, missing: l
         if len(errors) > MAX_EXPLAINING:
             console.print(Text(f"  … and {len(errors) - MAX_EXPLAINING} more errors", style="dim"))
 
-    rejected = sum(1 for r in results if not r.accepted and r.error is None)
-    summary = f"{len(results)} trace{'s' if len(results) != 1 else ''} checked, {rejected} rejected by the training wrapper"
+    rejected = sum(1 for r in results if r.summary.rejected)
+    crashes = sum(1 for r in results if r.summary.crashed)
+    summary = f"{len(results)} trace{'s' if len(results) != 1 else ''} checked, {_rejected(rejected)}, {_crashes(crashes)}"
     unreadable = sum(1 for r in results if r.error is not None)
     if unreadable:
         summary += f", {unreadable} unreadable"
@@ -139,6 +140,15 @@ def print_table(results: list[Checked], *, out: TextIO, strict: bool, missing: l
     console.print()
     console.print(Text(summary, style="bold"))
 
+
+
+def _rejected(count: int) -> str:
+    return f"{count:,} rejected (None)"
+
+
+def _crashes(count: int) -> str:
+    """Not a rejection: the exception escapes the wrapper, and the training step fails."""
+    return f"{count:,} would crash the wrapper"
 
 
 def _not_found(missing: list[str]) -> str:
@@ -160,8 +170,8 @@ def print_summary(
 
     head = Text(f"{totals.traces:,} trace{'s' if totals.traces != 1 else ''}: ", style="bold")
     head.append(f"{totals.accepted:,} accepted ({_percent(totals.accepted, totals.traces)})", style="green")
-    head.append(f", {totals.rejected:,} rejected (None)", style="bold red" if totals.rejected else "dim")
-    head.append(f", {totals.crashes:,} would crash the wrapper", style="bold magenta" if totals.crashes else "dim")
+    head.append(f", {_rejected(totals.rejected)}", style="bold red" if totals.rejected else "dim")
+    head.append(f", {_crashes(totals.crashes)}", style="bold magenta" if totals.crashes else "dim")
     if totals.unreadable:
         head.append(f", {totals.unreadable:,} unreadable", style="bold red")
     if missing:

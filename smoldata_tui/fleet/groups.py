@@ -185,8 +185,12 @@ def flags(group: Group) -> list[str]:
     found = []
     if group.zero_variance:
         found.append("no learning signal")
-    if group.rejected:
-        found.append(f"wrapper rejects attempt {', '.join(str(index) for index in group.rejected)}")
+    rejected = [index for index in group.rejected if not group.attempts[index].crashed]
+    crashed = [index for index in group.rejected if group.attempts[index].crashed]
+    if rejected:
+        found.append(f"wrapper rejects attempt {', '.join(map(str, rejected))} (None)")
+    if crashed:
+        found.append(f"wrapper would crash on attempt {', '.join(map(str, crashed))}")
     if group.unreadable:
         found.append(f"unreadable: attempt {', '.join(str(index) for index in group.unreadable)}")
     return found
