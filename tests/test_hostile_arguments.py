@@ -134,3 +134,15 @@ def test_run_refuses_a_daytona_api_url_with_credentials_and_does_not_show_them(t
     done = run_cli(*DAYTONA, "--save", str(tmp_path / "runs"))
     _one_line_usage_error(done, "https://***@daytona.example/api (DAYTONA_API_URL) carries credentials")
     assert "hunter2" not in done.stderr and "someone" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["--task", "sales-top-region", "--headless"],  # one episode
+    ["--task", "sales-top-region"],  # one episode on the screen: refused before any screen
+    ["--task", "sales-top-region", "--attempts", "2", "--headless"],  # a batch
+], ids=["one-headless", "one-screen", "batch"])  # fmt: skip
+def test_run_refuses_a_concurrency_below_one_however_many_episodes(tmp_path, args):
+    done = run_cli("run", "--model", f"replay:{SAMPLES / 'clean_pass.jsonl'}", "--save", str(tmp_path / "runs"),
+                   "--concurrency", "-1", *args)  # fmt: skip
+    _one_line_usage_error(done, "--concurrency must be at least 1, not -1")
+    assert not (tmp_path / "runs").exists()

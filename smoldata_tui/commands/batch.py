@@ -20,6 +20,7 @@ from typing import TextIO
 from smoldata_tui.commands.episode_args import (
     UsageError,
     _check_save_dir,
+    check_counts,
     check_text_options,
     episode_spec,
     find_task,
@@ -51,11 +52,8 @@ def batch_plan(args) -> BatchPlan:
         raise UsageError("--all runs every task of the set: do not also name tasks with --task")
     if not args.all and not names:
         raise UsageError("which task? pass --task NAME (repeat it for several) or --all")
-    if args.attempts < 1:
-        raise UsageError(f"--attempts must be at least 1, not {args.attempts}")
+    check_counts(args)
     concurrency = args.concurrency if args.concurrency is not None else default_concurrency(args.backend)
-    if concurrency < 1:
-        raise UsageError(f"--concurrency must be at least 1, not {concurrency}")
     if args.all:
         tasks = load_task_set(args.tasks or default_task_root())
         if not tasks:

@@ -78,6 +78,15 @@ def check_text_options(args) -> None:
             raise UsageError(f"--opencode-version: {exc}") from None
 
 
+def check_counts(args) -> None:
+    """``--attempts`` and ``--concurrency``, where given, are at least 1: for a batch and for one
+    episode alike (one episode ignores --concurrency, but a bad value is still a mistake)."""
+    for name in ("attempts", "concurrency"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise UsageError(f"{_flag(name)} must be at least 1, not {value}")
+
+
 def _positive_int(flag: str, raw: str) -> int:
     try:
         value = int(raw.strip())

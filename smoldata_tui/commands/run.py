@@ -21,7 +21,7 @@ import sys
 import threading
 from typing import TextIO
 
-from smoldata_tui.commands.episode_args import UsageError, episode_spec, prepare_fork
+from smoldata_tui.commands.episode_args import UsageError, check_counts, episode_spec, prepare_fork
 from smoldata_tui.commands.fork import fork_line
 from smoldata_tui.commands.headless import STOP_SIGNALS, HeadlessPrinter, summary_json, watch_reader
 from smoldata_tui.replay.divergence import describe_divergence
@@ -33,6 +33,7 @@ from smoldata_tui.tasks import TaskError
 def run_live_or_headless(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     try:
+        check_counts(args)
         prepare_fork(args)
     except UsageError as exc:
         print(f"smoldata-tui run: {exc}", file=err)
