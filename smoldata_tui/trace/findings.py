@@ -103,8 +103,13 @@ class FindingsCollector:
         )
 
     def malformed(self, line: int, event: int, exc: BaseException, *, truncated: bool) -> None:
+        self.events_seen += 1
+        kind = "wrapper_crash" if not isinstance(exc, ValueError) else "truncated_line" if truncated else "malformed_line"
+        if self._listed.get(kind, 0) >= LISTED_PER_KIND:  # not listed: its sentence is not needed
+            self._omit(Finding(kind, Severity.ERROR, line, event, ""))
+            return
         reason = clip(str(exc), 160)
-        if not isinstance(exc, ValueError):
+        if kind == "wrapper_crash":
             self.add(
                 "wrapper_crash",
                 Severity.ERROR,
@@ -117,7 +122,6 @@ class FindingsCollector:
             self.add("truncated_line", Severity.ERROR, line, event, f"line is cut short: {reason}")
         else:
             self.add("malformed_line", Severity.ERROR, line, event, f"not JSON: {reason}")
-        self.events_seen += 1
 
     def non_object(self, line: int, event: int, value: object) -> None:
         self.add(
