@@ -41,6 +41,15 @@ def test_clock_releases_by_time_and_steps_and_finishes(tmp_path):
     assert clock.done and clock.limit == path.stat().st_size
 
 
+def test_the_clock_stops_at_the_last_event(tmp_path):
+    """At 100× one 50 ms tick is 5 s of the trace: the clock shown must not run past its end."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(b'{"timestamp":%d}\n' % ms for ms in (0, 1000, 1200)))
+    clock = PlaybackClock(build_schedule(path), speed=100)
+    assert clock.tick(0.05) and clock.done
+    assert clock.position_ms == clock.schedule.duration_ms == 1200
+
+
 async def test_playback_releases_events_on_their_clock_pause_step_and_end():
     # A quarter of real time: the next event is written 1.24 s in, so it is due 4.96 s after the
     # first (room for a loaded machine between the checks below).

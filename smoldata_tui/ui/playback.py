@@ -104,7 +104,8 @@ class PlaybackClock:
         if self.paused or self.done:
             return False
         before = self.released
-        self.position_ms += wall_seconds * 1000 * self.speed
+        # a tick (or a stall of the UI) may carry the clock past the last event: it stops there
+        self.position_ms = min(self.position_ms + wall_seconds * 1000 * self.speed, self.schedule.duration_ms)
         self._release_due()
         return self.released != before
 
