@@ -83,7 +83,7 @@ async def test_batch_episodes_are_counted_and_e_opens_them_in_the_fleet_table(tm
     app.animation_level = "none"
     async with app.run_test(size=(140, 30)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen), 10)
-        await wait_for(pilot, lambda: "saved episodes in" in episodes_line(app), 10)
+        await wait_for(pilot, lambda: not episodes_line(app).startswith("counting"), 10)
         line = episodes_line(app)
         assert line.startswith("6 saved episodes in") and "2 interrupted" in line, line
         await pilot.press("e")
