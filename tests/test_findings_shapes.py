@@ -65,6 +65,22 @@ def test_a_step_with_only_text_or_only_a_call_is_no_empty_answer():
     assert report.findings == []
 
 
+@pytest.mark.parametrize("kind", [None, "file"])
+def test_a_step_with_an_event_of_an_unknown_type_is_no_empty_answer(kind):
+    """What the step held cannot be read, so it is not called empty: the unknown type is the finding."""
+    builder = TraceBuilder()
+    builder.step_start()
+    builder.text("the answer is West")["type"] = kind
+    builder.step_finish("stop")
+    _, found = kinds_of(builder.dumps())
+    assert found == ["unknown_event_type"]
+
+
+def kinds_of(data: bytes):
+    report, _ = analyze_bytes(data)
+    return report, [finding.kind for finding in report.findings]
+
+
 def test_a_bash_call_killed_by_its_own_timeout_is_a_finding_and_not_completed():
     report, found = kinds(REAL / "bash_timeout.jsonl")
     assert found == ["bash_timeout"]

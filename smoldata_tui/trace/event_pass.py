@@ -78,6 +78,8 @@ class EventPass:
             findings.error(line, index, event)
         else:
             findings.unknown_type(line, index, kind)
+            if message_id is not None:  # a step with an event we cannot read is not known to be empty
+                self._said.add(message_id)
 
         # what the stats count of it
         stats = self._stats
