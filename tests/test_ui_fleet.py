@@ -190,7 +190,8 @@ async def test_help_and_palette_list_every_fleet_key_sort_and_filter(tmp_path):
         titles = {title for title, _help, _run in ScreenCommands(screen)._commands()}
         for owner in (FleetScreen, FleetTable):
             for binding in bindings_of(owner):
-                assert binding.description in titles, binding.description
+                if binding.action != "leave('back')":  # standalone: q quits (test_ui_quit_or_back.py)
+                    assert binding.description in titles, binding.description
         assert {"Sort by steps", "Sort by cost, descending", "Filter: task sales-top-region",
                 "Filter: finding missing_call_id"} <= titles  # fmt: skip
         await pilot.press("question_mark")
@@ -199,7 +200,8 @@ async def test_help_and_palette_list_every_fleet_key_sort_and_filter(tmp_path):
         shown = text_of(app)
         for owner in (FleetScreen, FleetTable):
             for binding in bindings_of(owner):
-                assert binding.description in shown, binding.description
+                if binding.action != "leave('back')":
+                    assert binding.description in shown, binding.description
         await pilot.press("escape", "ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
         await pilot.press(*"finding missing_call_id")

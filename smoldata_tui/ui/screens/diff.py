@@ -25,6 +25,7 @@ from smoldata_tui.trace.text import neutralize
 from smoldata_tui.ui.screens.diff_view import detail_blocks, header_lines
 from smoldata_tui.ui.screens.help import HelpScreen
 from smoldata_tui.ui.screens.palette import ScreenCommands
+from smoldata_tui.ui.screens.quit_or_back import QUIT_OR_BACK, QuitOrBack
 from smoldata_tui.ui.theme_text import ThemedStatic
 from smoldata_tui.ui.widgets.detail import DetailView
 from smoldata_tui.ui.widgets.diff_table import DiffTable
@@ -40,7 +41,7 @@ class DiffDetailView(DetailView):
     """
 
 
-class DiffScreen(Screen[None]):
+class DiffScreen(QuitOrBack, Screen[None]):
     COMMANDS = {ScreenCommands}
     BINDINGS = [
         Binding("right_square_bracket", "next_difference", "Next difference"),
@@ -49,7 +50,7 @@ class DiffScreen(Screen[None]):
         Binding("tab", "switch_focus", "Pairs / detail", show=False),
         Binding("question_mark", "help", "Keys"),
         Binding("escape", "back", "Back", show=False),
-        Binding("q", "leave", "Quit"),
+        *QUIT_OR_BACK,
     ]
     DEFAULT_CSS = """
     DiffScreen #diff-header {
@@ -188,7 +189,10 @@ class DiffScreen(Screen[None]):
         elif not self.standalone:
             self.dismiss(None)
 
-    def action_leave(self) -> None:
+    def q_quits(self) -> bool:
+        return self.standalone
+
+    def action_leave(self, _label: str = "") -> None:
         if self.standalone:
             self.app.exit()
         else:

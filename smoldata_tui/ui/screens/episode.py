@@ -30,6 +30,7 @@ from smoldata_tui.ui.screens.episode_playback import EpisodePlaybackKeys, Playba
 from smoldata_tui.ui.screens.episode_search import SearchController
 from smoldata_tui.ui.screens.episode_side_panel import TABS, EpisodeSidePanel
 from smoldata_tui.ui.screens.episode_status import header_state, status_line
+from smoldata_tui.ui.screens.quit_or_back import QUIT_OR_BACK, QuitOrBack
 from smoldata_tui.ui.theme_text import ThemedStatic
 from smoldata_tui.ui.timeline_model import TimelineModel
 from smoldata_tui.ui.trace_follower import TraceFollower
@@ -44,7 +45,7 @@ from smoldata_tui.ui.widgets.timeline import LineSource, Timeline, TimelineHeade
 from smoldata_tui.ui.widgets.training_panel import TrainingPanel, TurnTable
 
 
-class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Screen[None]):
+class EpisodeScreen(QuitOrBack, EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Screen[None]):
     BINDINGS = [
         Binding("slash", "find", "Find"),
         Binding("n", "next_match", "Next match (or finding)", show=False),
@@ -73,7 +74,7 @@ class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Sc
         Binding("K", "end_call", "Live: end the running tool call (the agent goes on)", show=False),
         Binding("F", "fork", "Fork the episode at this row's step", show=False),
         Binding("question_mark", "help", "Keys"),
-        Binding("q", "leave", "Quit"),
+        *QUIT_OR_BACK,
     ]
 
     def __init__(
@@ -355,7 +356,10 @@ class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Sc
         elif self.from_picker:
             self.dismiss(None)
 
-    def action_leave(self) -> None:
+    def q_quits(self) -> bool:
+        return not self.from_picker
+
+    def action_leave(self, _label: str = "") -> None:
         if self.from_picker:
             self.dismiss(None)
         else:
@@ -387,11 +391,6 @@ class EpisodeScreen(EpisodeNavigation, EpisodeSidePanel, EpisodePlaybackKeys, Sc
         return [("Timeline", Timeline), ("Episode", EpisodeScreen), ("Detail pane", DetailView),
                 ("Findings list", FindingsList), ("Conversation", ConversationView), ("Training tab", TurnTable),
                 ("Find bar", FindBar), ("Filter dialog", FilterScreen)]  # fmt: skip
-
-    def shown_help(self, entries: list) -> list:
-        if self.speed is None:  # no --speed: no playback keys
-            return [entry for entry in entries if not entry.action.startswith("playback_")]
-        return entries
 
     def palette_targets(self) -> dict[type, object]:
         return {EpisodeScreen: self, Timeline: self.timeline, DetailView: self.query_one(DetailView),

@@ -25,6 +25,7 @@ from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.screens.fleet_commands import fleet_palette_extras
 from smoldata_tui.ui.screens.palette import ScreenCommands
+from smoldata_tui.ui.screens.quit_or_back import QUIT_OR_BACK, QuitOrBack
 from smoldata_tui.ui.screens.fleet_table import FleetHeader, FleetTable
 from smoldata_tui.ui.screens.fleet_view import COLUMN_KEYS, COLUMNS, NO_FILTER, FleetFilter, header_lines, view_rows
 from smoldata_tui.ui.theme_text import ThemedStatic
@@ -33,11 +34,11 @@ REDRAW_SECONDS = 0.05  # how often arrived rows are looked for
 MARK_TWO = "mark two episodes with space, then d compares them"
 
 
-class FleetScreen(Screen[None]):
+class FleetScreen(QuitOrBack, Screen[None]):
     COMMANDS = {ScreenCommands}
     BINDINGS = [  # ? and q first: the footer keeps them at 80 columns
         Binding("question_mark", "help", "Keys"),
-        Binding("q", "leave", "Quit"),
+        *QUIT_OR_BACK,
         Binding("enter", "open", "Open the episode"),
         Binding("slash", "find", "Filter by text"),
         Binding("escape", "clear_or_back", "Clear the filter (or back)"),
@@ -346,7 +347,10 @@ class FleetScreen(Screen[None]):
 
         self.app.push_screen(HelpScreen(self))
 
-    def action_leave(self) -> None:
+    def q_quits(self) -> bool:
+        return self.standalone
+
+    def action_leave(self, _label: str = "") -> None:
         if self.standalone:
             self.app.exit()
         else:

@@ -27,6 +27,7 @@ from smoldata_tui.masking import SecretScrubber
 from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.screens.confirm import ConfirmCancel, ask_then  # batch and fork_launch take them from here
+from smoldata_tui.ui.screens.quit_or_back import QUIT_OR_BACK, QuitOrBack
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 
 TICK_S = 1.0  # elapsed times move at least this often
@@ -71,12 +72,12 @@ class _Observer:
             follower.wake()
 
 
-class LiveScreen(Screen[None]):
+class LiveScreen(QuitOrBack, Screen[None]):
     BINDINGS = [
         Binding("enter,t", "timeline", "Timeline"),
         Binding("escape", "cancel", "Cancel the episode"),  # Ctrl+C: the app's binding, on every screen
         Binding("K", "end_call", "End the running tool call (the agent goes on)"),
-        Binding("q", "leave", "Quit"),
+        *QUIT_OR_BACK,
     ]
     DEFAULT_CSS = """
     LiveScreen #live-header { height: auto; padding: 0 1; background: $panel; }
@@ -295,7 +296,10 @@ class LiveScreen(Screen[None]):
             "the call had already ended"  # fmt: skip
         self.app.call_from_thread(self.app.notify, neutralize(said, keep_newlines=False), markup=False)
 
-    def action_leave(self) -> None:
+    def q_quits(self) -> bool:
+        return not self.back_on_quit
+
+    def action_leave(self, _label: str = "") -> None:
         """q: opened from another screen, back to it once the episode has stopped (a running one is
         cancelled after the cancel's own question); otherwise quit, as Ctrl+Q does."""
         if not self.back_on_quit:
