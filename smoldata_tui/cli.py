@@ -106,12 +106,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_local_parser(commands)
     diff = commands.add_parser("diff", help="where two episodes part ways: their tool calls aligned",
                                description="Align the tool calls of two episodes (trace files or episode folders) "
-                               "and show where they part ways. Exit 0 when every call is the same, 1 when they "
+                               "and show where they part ways: on the screen in a terminal, as text in a pipe, a "
+                               "file or a CI log. Exit 0 when every call is the same, 1 when they "
                                "differ, 2 on usage errors, 74 when the output cannot be written, 141 when its "
                                "reader goes away (| head).")  # fmt: skip
     diff.add_argument("a", metavar="A", help="a trace file, or an episode folder (run.jsonl + run.meta.json)")
     diff.add_argument("b", metavar="B", help="the other trace file or episode folder")
-    diff.add_argument("--json", action="store_true", help="one JSON object instead of the screen")
+    diff.add_argument("--json", action="store_true", help="one JSON object instead of the screen or the text")
     return parser
 
 

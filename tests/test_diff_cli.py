@@ -189,10 +189,21 @@ def test_usage_errors_exit_two_with_one_line(cli, tmp_path, make, message):
     assert "Traceback" not in result.stderr
 
 
-def test_without_json_and_without_a_terminal_it_says_what_to_do(cli):
-    result = cli("diff", str(SAMPLES / "clean_pass.jsonl"), str(SAMPLES / "clean_pass.jsonl"))
-    assert result.returncode == 2
-    assert "needs a terminal" in result.stderr and "--json" in result.stderr
+def test_without_a_terminal_it_prints_the_diff_as_text(cli):
+    """A pipe, a file or a CI log gets what the screen shows, as text, with the same exit status."""
+    real = SAMPLES / "real"
+    result = cli("diff", str(real / "passing_run.jsonl"), str(real / "failing_run.jsonl"))
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"A  {real / 'passing_run.jsonl'} · sales-top-region · finished · native_tool_calls = 3")
+    assert "reward 0 · 1 call · " in lines[1]
+    assert lines[2] == "first divergence: pair 1 (A line 3); 3 of 3 pairs differ"
+    rows = [line for line in lines if line[:1] in "=~-+" and line[3:8].strip().isdigit()]
+    assert [row.split()[:3] for row in rows] == [["-", "1", "bash"], ["-", "2", "bash"], ["~", "3", "write"]]
+    assert "$ head -3 /home/user/input/sales.csv" in rows[0] and rows[2].count("/workdir/answer.txt") == 2
+    same = cli("diff", str(real / "passing_run.jsonl"), str(real / "passing_run.jsonl"))
+    assert same.returncode == 0 and "the same 3 calls in the same order" in same.stdout
+    assert result.stderr == same.stderr == ""
 
 
 def test_missing_argument_is_a_usage_error(cli):

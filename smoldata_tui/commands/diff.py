@@ -1,4 +1,5 @@
-"""``smoldata-tui diff A B``: where two episodes part ways (the screen, or ``--json``)."""
+"""``smoldata-tui diff A B``: where two episodes part ways (the screen; text where there is no
+terminal to draw on: a pipe, a file, a CI log; or ``--json``)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ def run_diff(a: str, b: str, *, as_json: bool, out: TextIO | None = None) -> int
     from smoldata_tui.diff import DiffInputError, diff_json, diff_paths
 
     out = out or sys.stdout
-    if not as_json:
-        return _run_screen(a, b)
+    if not as_json and out.isatty():
+        from smoldata_tui.ui.exit_status import has_terminal  # Textual is loaded only for the screen
+
+        if has_terminal():
+            return _run_screen(a, b)
     try:
-        diff = diff_paths(a, b, parallel=True, verdict_only=True, summaries=False)
+        # the text says what the screen's header and rows say: findings, stats and each call's summary
+        diff = diff_paths(a, b, parallel=True, verdict_only=as_json, summaries=not as_json)
     except DiffInputError as exc:
         print(f"smoldata-tui diff: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -31,7 +36,12 @@ def run_diff(a: str, b: str, *, as_json: bool, out: TextIO | None = None) -> int
     if not diff.exact:
         print("smoldata-tui diff: the episodes differ too much for an exact alignment in the time allowed; "
               "calls were matched on the inputs unique to both", file=sys.stderr)  # fmt: skip
-    out.write(orjson.dumps(diff_json(diff)).decode() + "\n")
+    if as_json:
+        out.write(orjson.dumps(diff_json(diff)).decode() + "\n")
+    else:
+        from smoldata_tui.diff.text_report import diff_text
+
+        out.write("\n".join(diff_text(diff)) + "\n")
     out.flush()
     return EXIT_SAME if diff.identical else EXIT_DIFFERENT
 
@@ -45,12 +55,6 @@ def _run_screen(a: str, b: str) -> int:
         resolve_trace(b)
     except DiffInputError as exc:
         print(f"smoldata-tui diff: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    from smoldata_tui.ui.exit_status import has_terminal  # Textual is loaded only for the screen
-
-    if not has_terminal():
-        print("smoldata-tui diff: needs a terminal; use `smoldata-tui diff --json A B` for text output",
-              file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     from smoldata_tui.ui.apps.diff import DiffApp
 

@@ -23,6 +23,7 @@ from smoldata_tui.diff.normalize import OUTPUT_RULES, fingerprint
 from smoldata_tui.diff.slide import line_up
 
 SAME, CHANGED, ONLY_A, ONLY_B = "same", "changed", "only_a", "only_b"
+MARKS = {SAME: "=", CHANGED: "~", ONLY_A: "-", ONLY_B: "+"}  # a pair's mark, on the screen and in text
 
 
 @dataclass(slots=True)  # not frozen: one per call, and frozen dataclasses are slow to make

@@ -17,10 +17,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from smoldata_tui.diff import CHANGED, ONLY_A, ONLY_B, SAME, Call, EpisodeDiff
+from smoldata_tui.diff.compare import MARKS
 from smoldata_tui.trace.text import clip
 from smoldata_tui.ui.widgets.styles import StyleCache, set_virtual_size
-
-MARKS = {SAME: "=", CHANGED: "~", ONLY_A: "-", ONLY_B: "+"}
 MIDDLE = 5  # " ~* " between the halves, plus a separator
 
 
