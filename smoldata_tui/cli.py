@@ -20,7 +20,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"smoldata-tui {__version__}")
     parser.add_argument("--tasks", dest="home_tasks", metavar="DIR",
-                        help="without a COMMAND: the task set the home screen lists (default: the sample tasks)")
+                        help="the task set the home screen lists (default: the sample tasks); before `tasks`, `run` "
+                        "or `opencode compare`, theirs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser(
@@ -237,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = guard
     args = argparse.Namespace(command=None)
     try:
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        args = parser.parse_args(argv)
+        _apply_task_set_before_command(parser, args)
         status = _dispatch(args)
         if guard.failed is None:
             sys.stdout.flush()  # a failure now is this command's, not the interpreter's at exit
@@ -269,6 +272,19 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     finally:
         sys.stdout = guard.stream
+
+
+def _apply_task_set_before_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``smoldata-tui --tasks DIR COMMAND``: the task set of a command that takes one (tasks, run,
+    opencode compare), never ignored without a word."""
+    if args.command is None or args.home_tasks is None:
+        return
+    if not hasattr(args, "tasks"):
+        parser.error(f"--tasks before a command is the home screen's task set; `{args.command}` takes none")
+    if args.tasks is None:
+        args.tasks = args.home_tasks
+    elif args.tasks != args.home_tasks:
+        parser.error(f"two task sets: --tasks {args.home_tasks} before the command and --tasks {args.tasks} after it")
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -146,3 +146,18 @@ def test_run_refuses_a_concurrency_below_one_however_many_episodes(tmp_path, arg
                    "--concurrency", "-1", *args)  # fmt: skip
     _one_line_usage_error(done, "--concurrency must be at least 1, not -1")
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_task_set_before_the_command_is_used_or_refused_never_ignored(tmp_path):
+    """``smoldata-tui --tasks DIR tasks`` lists DIR (it listed the samples without a word)."""
+    missing = tmp_path / "no-such-tasks"
+    done = run_cli("--tasks", str(missing), "tasks", timeout=60)
+    assert done.returncode == 2 and str(missing) in done.stderr, done.stderr
+    shutil.copytree(SAMPLES.parent / "smoldata_tui" / "sample_tasks" / "sales-top-region", tmp_path / "mine" / "sales-top-region")
+    listed = run_cli("--tasks", str(tmp_path / "mine"), "tasks", "--json", timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.count('"sales-top-region"') for line in listed.stdout.splitlines()] == [1]
+    for argv, words in ((["--tasks", str(tmp_path), "check", str(SAMPLES / "clean_pass.jsonl")], "`check` takes none"),
+                        (["--tasks", str(tmp_path), "tasks", "--tasks", str(missing)], "two task sets")):  # fmt: skip
+        refused = run_cli(*argv, timeout=60)
+        assert refused.returncode == 2 and words in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
