@@ -221,3 +221,24 @@ def test_json_reading_gives_the_screens_calls_verdict_and_skipped_lines(sample):
     assert light.calls == full.calls
     assert light.skipped == full.skipped
     assert light.report.verdict.badge() == full.report.verdict.badge()
+
+
+def test_an_opencode_export_document_is_compared_by_its_converted_calls(cli):
+    """As the viewer opens it: the export of an episode has the same calls as its stream; the verdict
+    stays the wrapper's rule on the document's own bytes (None: it is not JSON Lines)."""
+    from smoldata_tui.diff import diff_paths
+    from smoldata_tui.diff.calls import CallReader
+
+    real = SAMPLES / "real"
+    export, stream = real / "export_document.export.json", real / "export_document.jsonl"
+    result = cli("diff", "--json", str(export), str(stream))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["a"]["calls"] == report["b"]["calls"] == 3 and report["a"]["skipped"] == []
+    assert {pair["op"] for pair in report["pairs"]} == {"same"}
+    assert report["a"]["verdict"] is None and report["b"]["verdict"] == 3
+    assert "`opencode export` document" in result.stderr and "converted" in result.stderr
+    diff = diff_paths(str(export), str(stream))
+    with CallReader(diff.a.path) as reader_a, CallReader(diff.b.path) as reader_b:
+        for pair in diff.pairs:  # the detail reads each call back from the same conversion
+            assert reader_a.part(diff.call_a(pair))["callID"] == reader_b.part(diff.call_b(pair))["callID"]

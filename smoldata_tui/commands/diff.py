@@ -28,6 +28,10 @@ def run_diff(a: str, b: str, *, as_json: bool, out: TextIO | None = None) -> int
         print(f"smoldata-tui diff: {exc}", file=sys.stderr)
         return EXIT_USAGE
     for label, side in (("A", diff.a), ("B", diff.b)):
+        if side.export:
+            print(f"smoldata-tui diff: {label} {side.path}: {side.export}: its calls are compared as converted (line "
+                  "numbers are the conversion's); the verdict is the wrapper's rule on the file itself",
+                  file=sys.stderr)  # fmt: skip
         if side.skipped:
             lines = ", ".join(str(item.line) for item in side.skipped[:10])
             more = "…" if len(side.skipped) > 10 else ""

@@ -23,7 +23,8 @@ from pathlib import Path
 from smoldata_tui.diff.normalize import fingerprint
 from smoldata_tui.store.metadata import EpisodeMetadata, is_trace_name, metadata_path_for
 from smoldata_tui.store.metadata_reader import load_metadata
-from smoldata_tui.trace.analysis import CHUNK_SIZE, TraceAnalysis, TraceReport
+from smoldata_tui.trace.analysis import CHUNK_SIZE, TraceAnalysis, TraceReport, analyze_bytes
+from smoldata_tui.trace.export_doc import sniff_export
 from smoldata_tui.trace.summary import input_digest, parse_line
 
 TRACE_IN_FOLDER = "run.jsonl"  # what `smoldata-tui run` saves in an episode folder
@@ -74,6 +75,7 @@ class EpisodeCalls:
     metadata: EpisodeMetadata | None = None
     metadata_problems: list[str] = field(default_factory=list)
     skipped: list[SkippedLine] = field(default_factory=list)
+    export: str | None = None  # an `opencode export` document, read converted: what it is
 
 
 def tool_name(part: dict) -> str:
@@ -146,6 +148,11 @@ class CallReader:
 
     def __init__(self, path: Path) -> None:
         self._fd: int | None = None
+        # an `opencode export` document's calls are placed in its conversion, as read_calls read them
+        document = sniff_export(path)
+        self._converted = document.dumps() if document is not None else None
+        if self._converted is not None:
+            return
         try:
             self._fd = os.open(path, os.O_RDONLY)
         except OSError:
@@ -153,12 +160,15 @@ class CallReader:
 
     def part(self, call: Call) -> dict | None:
         """The call's tool part as the trace holds it, or None when it cannot be read back."""
-        if self._fd is None:
+        if self._converted is not None:
+            raw = self._converted[call.offset : call.offset + call.length]
+        elif self._fd is None:
             return None
-        try:
-            raw = os.pread(self._fd, call.length, call.offset)
-        except OSError:
-            return None
+        else:
+            try:
+                raw = os.pread(self._fd, call.length, call.offset)
+            except OSError:
+                return None
         value = parse_line(raw, call.piece).value
         part = value.get("part") if type(value) is dict else None
         return part if type(part) is dict else None
@@ -195,13 +205,20 @@ def read_calls(trace: Path, *, verdict_only: bool = False, summaries: bool = Tru
     """
     taker = _CallTaker(summaries=summaries)
     analysis = TraceAnalysis(on_event=taker, verdict_only=verdict_only)
-    with open(trace, "rb", buffering=0) as handle:
-        while chunk := handle.read(CHUNK_SIZE):
-            analysis.feed(chunk)
+    document = sniff_export(trace)
+    if document is not None:  # its events, converted as the viewer shows them
+        analysis.feed(document.dumps())
+    else:
+        with open(trace, "rb", buffering=0) as handle:
+            while chunk := handle.read(CHUNK_SIZE):
+                analysis.feed(chunk)
     report = analysis.finish()
+    if document is not None:  # the verdict stays the wrapper's rule on the file's own bytes
+        report.verdict = analyze_bytes(trace.read_bytes())[0].verdict
     problems: list[str] = []
     metadata = load_metadata(metadata_path_for(trace), problems)
-    return EpisodeCalls(trace, taker.calls, report, metadata, problems, _skipped(taker.calls, report))
+    return EpisodeCalls(trace, taker.calls, report, metadata, problems, _skipped(taker.calls, report),
+                        document.describe() if document is not None else None)  # fmt: skip
 
 
 def resolve_trace(argument: str | os.PathLike[str]) -> Path:
