@@ -116,7 +116,8 @@ def test_a_cached_check_prints_the_bytes_of_a_fresh_one_whatever_the_numbers(epi
             del os.environ["XDG_CACHE_HOME"]
 
 
-@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e309", "123456789012345678901234567890"])
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e309", "123456789012345678901234567890",
+                                   '"yesterday"', "true", "[1]", '{"ms": 1}'])  # fmt: skip
 def test_a_number_that_is_no_cost_is_left_out_and_said(value):
     step = (b'{"type":"step_start","timestamp":1,"part":{"messageID":"m"}}\n'
             b'{"type":"step_finish","timestamp":' + value.encode() + b',"part":{"messageID":"m","cost":'

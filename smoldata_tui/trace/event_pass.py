@@ -93,7 +93,7 @@ class EventPass:
             if stats.first_timestamp is None:
                 stats.first_timestamp = timestamp
             stats.last_timestamp = timestamp
-        elif type(raw_timestamp) is int or type(raw_timestamp) is float:
+        elif raw_timestamp is not None:  # a number out of range, or no number at all ("yesterday")
             self._collector.left_out("timestamp", raw_timestamp, line, index)
         if part is not None:
             if kind == "tool_use":

@@ -145,10 +145,12 @@ class StatsCollector:
                 self._steps.tool(message_id, start, end)
 
     def _counted(self, value: object, name: str, line: int, index: int) -> int | float | None:
-        """The value when it is a number the stats count; None otherwise (said when a number)."""
+        """The value when it is a number the stats count; None otherwise (said unless absent)."""
         if type(value) is int or type(value) is float:
             if -COUNTED_LIMIT <= value <= COUNTED_LIMIT:
                 return value
+            self.left_out(name, value, line, index)
+        elif value is not None:
             self.left_out(name, value, line, index)
         return None
 
