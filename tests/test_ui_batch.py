@@ -13,6 +13,7 @@ from smoldata_tui.session.episode import EpisodeSpec
 from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.ui.apps.batch import BatchApp, batch_exit_status
+from smoldata_tui.ui.screens.help import HelpScreen
 from smoldata_tui.ui.screens.batch import BatchScreen
 from smoldata_tui.ui.screens.episode import EpisodeScreen
 from smoldata_tui.ui.screens.fleet import FleetScreen
@@ -46,6 +47,12 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, st
         grid = app.grid
         assert isinstance(app.screen, BatchScreen)
         assert [cell(grid, f"sales-top-region-{n}", "stage") for n in (1, 2, 3)][2] == "queued"
+        await pilot.press("question_mark")  # the grid lists its keys, as every screen does
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 5)
+        listed = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert "Follow this episode" in listed and "Cancel every episode" in listed and "Attempt groups" in listed, listed
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is grid, 5)
         await wait_for(pilot, lambda: len(processes_matching(marker)) >= 2, 300)  # both agents asleep
         await pilot.pause(1.0)
         assert cell(grid, "sales-top-region-1", "stage") == "agent running"

@@ -13,6 +13,7 @@ from smoldata_tui.replay.model_endpoint import open_endpoint
 from smoldata_tui.tasks import default_task_root, load_task
 from smoldata_tui.ui.apps.live import LiveApp
 from smoldata_tui.ui.screens.episode import EpisodeScreen
+from smoldata_tui.ui.screens.help import HelpScreen
 from smoldata_tui.ui.screens.live import ConfirmCancel, LiveScreen
 
 from .conftest import SAMPLES
@@ -74,6 +75,12 @@ async def test_a_live_episode_shows_stages_then_its_timeline_then_its_grade(tmp_
         await back_to_stages(pilot, app)
         outcome = str(app.screen.query_one("#live-outcome").render())
         assert "finished" in outcome and "env_reward 1" in outcome
+        await pilot.press("question_mark")  # the stages screen lists its keys, as every screen does
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 5)
+        listed = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert "Timeline" in listed and "Keys" in listed and "Command palette" in listed, listed
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen), 5)
         table = app.screen.query_one("DataTable")
         rows = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[1]) for i in range(table.row_count)}
         assert rows == {name: "done" for name in stages_for("local", "builtin", capture=True)}, rows

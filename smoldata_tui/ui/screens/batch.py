@@ -52,6 +52,7 @@ class BatchScreen(Screen[None]):
         Binding("plus,equals_sign", "concurrency(1)", "One more at once", key_display="+"),
         Binding("minus", "concurrency(-1)", "One fewer at once", key_display="-"),
         Binding("escape", "cancel('Esc')", "Cancel every episode", show=False),
+        Binding("question_mark", "help", "Keys"),
         Binding("q", "quit_episode", "Quit"),
     ]
     DEFAULT_CSS = """
@@ -166,6 +167,14 @@ class BatchScreen(Screen[None]):
         if not self.batch.runs:
             return None
         return self.batch.runs[min(self.table.cursor_row, len(self.batch.runs) - 1)]
+
+    def action_help(self) -> None:
+        from smoldata_tui.ui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self))
+
+    def help_sections(self) -> list[tuple[str, type]]:
+        return [("Batch", BatchScreen)]
 
     def action_open(self) -> None:
         run = self._current()

@@ -77,6 +77,7 @@ class LiveScreen(QuitOrBack, Screen[None]):
         Binding("enter,t", "timeline", "Timeline"),
         Binding("escape", "cancel", "Cancel the episode"),  # Ctrl+C: the app's binding, on every screen
         Binding("K", "end_call", "End the running tool call (the agent goes on)"),
+        Binding("question_mark", "help", "Keys"),
         *QUIT_OR_BACK,
     ]
     DEFAULT_CSS = """
@@ -232,6 +233,14 @@ class LiveScreen(QuitOrBack, Screen[None]):
             self._go_back()
 
     # --- actions ----------------------------------------------------------------------------
+    def action_help(self) -> None:
+        from smoldata_tui.ui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self))
+
+    def help_sections(self) -> list[tuple[str, type]]:
+        return [("Live episode", LiveScreen)]
+
     def action_timeline(self) -> None:
         if self.trace_path is None or self._timeline_shown:
             return
