@@ -80,3 +80,19 @@ async def test_run_fork_on_the_live_screen_opens_the_diff_when_it_ends(tmp_path,
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen) and app.screen.diff is not None, 120)
         assert app.screen.a_path == str(PARENT) and app.screen.b_path == str(live_screen(app).result.trace_path)
+
+
+async def test_f_on_a_trace_without_its_task_says_so_at_once(tmp_path):
+    """No run.meta.json names the task: said on F, not after the question and the form."""
+    trace = tmp_path / "lone.jsonl"
+    shutil.copy(PARENT, trace)  # without its run.meta.json
+    app = ReplayApp(trace)
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen) and app.screen.model.count > 10, 10)
+        screen = app.screen
+        screen.timeline.go_to_event(next(event for event in range(screen.model.count) if screen.model.record(event).step == AT_STEP))
+        await pilot.press("F")
+        await pilot.pause(0.3)
+        assert app.screen is screen  # no question, no form
+        assert any("no run.meta.json names the parent's task" in note.message and "--task NAME" in note.message
+                   for note in app._notifications), [note.message for note in app._notifications]  # fmt: skip

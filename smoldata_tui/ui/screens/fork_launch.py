@@ -33,6 +33,9 @@ class ConfirmFork(ConfirmCancel):
     """
 
 
+NO_TASK = "no run.meta.json names the parent's task: fork it with `smoldata-tui run --fork … --task NAME`"
+
+
 def ask_to_fork(screen) -> None:
     """From the episode screen: the cursor row's step, confirmed, then the form."""
     from smoldata_tui.replay.fork import ForkError, check_step, load_parent
@@ -47,6 +50,9 @@ def ask_to_fork(screen) -> None:
         check_step(parent, step)
     except ForkError as exc:
         screen.app.notify(clip(neutralize(str(exc), keep_newlines=False), 300), severity="warning", markup=False)
+        return
+    if not parent.task:  # said now, not after the question and the form
+        screen.app.notify(NO_TASK, severity="warning", markup=False)
         return
     question = ConfirmFork(
         f"Fork this episode at step {step}? Steps 1-{step - 1} replay its recording, then the model you choose "
@@ -91,7 +97,7 @@ class ForkForm(ModalForm):
 
         value = {name: self.query_one(f"#{name}", Input).value.strip() for name in ("model", "base-url", "api-key")}
         if not self.parent_episode.task:
-            self._error("no run.meta.json names the parent's task: fork it with `smoldata-tui run --fork … --task NAME`")
+            self._error(NO_TASK)
             return
         try:
             task = find_task(self.parent_episode.task, None)
