@@ -122,7 +122,9 @@ async def test_without_a_training_trace_the_tab_says_so_and_m_says_why(tmp_path)
         app.screen.timeline.focus()
         await pilot.press("m")
         await pilot.pause()
-        assert any("No model call" in str(n.message) for n in app._notifications)
+        said = [str(n.message) for n in app._notifications]
+        assert any("no readable run.training.json beside this trace" in message for message in said), said
+        assert not any("No model call" in message for message in said)  # there is no training trace to match
         # A live episode writes its training trace when it ends: the tab reads it when it appears.
         write_training(trace, training_trace_for(trace))
         await wait_for(pilot, lambda: panel.view is not None, timeout=60, what="the training trace to be picked up")

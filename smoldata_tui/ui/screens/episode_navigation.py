@@ -36,9 +36,13 @@ class EpisodeNavigation:  # mixed into EpisodeScreen, which is a Screen
         self.timeline.focus()
 
     def action_training_turn(self) -> None:
-        turn = self.query_one(TrainingPanel).turn_of(self.timeline.cursor_event)
+        panel = self.query_one(TrainingPanel)
+        turn = panel.turn_of(self.timeline.cursor_event)
         self.show_tab("training")
-        if turn is None:
+        if panel.view is None:  # the tab says more: still reading, or why there is none
+            self.tell("The training trace is still being read." if not panel.loaded else
+                      f"No training trace to match: no readable {panel.path.name} beside this trace.", timeout=4)  # fmt: skip
+        elif turn is None:
             self.tell("No model call of the training trace produced this row.", timeout=4)
         else:
             self.query_one(TrainingPanel).select_turn(turn)
