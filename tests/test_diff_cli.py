@@ -242,3 +242,14 @@ def test_an_opencode_export_document_is_compared_by_its_converted_calls(cli):
     with CallReader(diff.a.path) as reader_a, CallReader(diff.b.path) as reader_b:
         for pair in diff.pairs:  # the detail reads each call back from the same conversion
             assert reader_a.part(diff.call_a(pair))["callID"] == reader_b.part(diff.call_b(pair))["callID"]
+
+
+def test_a_file_with_no_event_is_not_a_trace_to_compare(cli, tmp_path):
+    """Two logs of junk were 'the same 0 calls' (exit 0): a file none of whose lines is an event is a
+    usage error, named; an empty trace is still compared (its status says empty)."""
+    junk = tmp_path / "npm.jsonl"
+    junk.write_text("npm warn deprecated inflight@1.0.6\n[1, 2]\n")
+    for argv in (["--json", str(junk), str(SAMPLES / "clean_pass.jsonl")], [str(SAMPLES / "clean_pass.jsonl"), str(junk)]):
+        result = cli("diff", *argv)
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.strip() == f"smoldata-tui diff: {junk}: not a trace: none of its 2 lines is a JSON event"

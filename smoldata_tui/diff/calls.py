@@ -108,12 +108,14 @@ class _CallTaker:
 
     def __init__(self, *, summaries: bool = True) -> None:
         self.calls: list[Call] = []
+        self.events = 0  # lines that gave an event object
         self._summaries = summaries
         self._step = 0
 
     def __call__(self, value: object, line: int, offset: int, size: int, piece: int) -> None:
         if type(value) is not dict:
             return
+        self.events += 1
         kind = value.get("type")
         if kind == "step_start":
             self._step += 1
@@ -213,6 +215,8 @@ def read_calls(trace: Path, *, verdict_only: bool = False, summaries: bool = Tru
             while chunk := handle.read(CHUNK_SIZE):
                 analysis.feed(chunk)
     report = analysis.finish()
+    if report.lines and not taker.events:
+        raise DiffInputError(f"{trace}: not a trace: none of its {report.lines:,} lines is a JSON event")
     if document is not None:  # the verdict stays the wrapper's rule on the file's own bytes
         report.verdict = analyze_bytes(trace.read_bytes())[0].verdict
     problems: list[str] = []
