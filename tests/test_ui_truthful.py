@@ -134,3 +134,17 @@ async def test_every_theme_draws_the_header_in_its_own_colours():
         await pilot.pause(0.05)
         badge = next(s for s in app.screen.query_one("#header").render().spans if "on" in str(s.style))
         assert str(badge.style).endswith("on #4ebf71")  # the light theme's success colour, not ANSI green
+
+
+async def test_a_file_with_no_event_is_not_a_trace_not_a_killed_run(tmp_path):
+    """A log or random bytes opened by mistake: its header says so, and a run killed in its first
+    step (an event, no step_finish) is still 'killed'."""
+    junk = tmp_path / "npm.jsonl"
+    junk.write_text("npm warn deprecated inflight@1.0.6\n\x00\x01 binary\n")
+    killed = tmp_path / "killed.jsonl"
+    killed.write_bytes(SAMPLES.joinpath("clean_pass.jsonl").read_bytes().splitlines(keepends=True)[0])  # a step_start
+    for path, status in ((junk, " not a trace "), (killed, " killed ")):
+        app = replay_app(path)
+        async with app.run_test(size=(140, 36)) as pilot:
+            await loaded(pilot)
+            assert status in screen_lines(app)[0], screen_lines(app)[0]

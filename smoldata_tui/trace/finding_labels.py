@@ -8,13 +8,16 @@ from smoldata_tui.trace.findings import Finding
 from smoldata_tui.trace.text import clip
 
 
-def infer_status(findings: list[Finding], *, ended: bool) -> str:
-    """running / finished / killed / error / empty, from the trace alone (no metadata file)."""
+def infer_status(findings: list[Finding], *, ended: bool, events: int | None = None) -> str:
+    """running / finished / killed / error / empty / not a trace, from the trace alone (no metadata
+    file); ``events``: how many of its lines were event objects, when known."""
     if not ended:
         return "running"
     kinds = {finding.kind for finding in findings}
     if "empty_stream" in kinds:
         return "empty"
+    if events == 0:  # lines, but none an event (a log, random bytes): nothing was killed
+        return "not a trace"
     if "error_event" in kinds:
         return "error"
     if "last_step_unfinished" in kinds or "no_step_finish" in kinds:

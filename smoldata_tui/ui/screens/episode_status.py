@@ -15,14 +15,15 @@ from smoldata_tui.ui.timeline_model import TimelineModel
 from smoldata_tui.ui.widgets.header import HeaderState
 
 
-def episode_status(metadata: EpisodeMetadata | None, model: TimelineModel, *, finished: bool, live: bool) -> str:
+def episode_status(metadata: EpisodeMetadata | None, model: TimelineModel, *, finished: bool, live: bool,
+                   events: int | None = None) -> str:  # fmt: skip
     """The metadata's word when there is one (``interrupted`` for a run whose process is gone),
     else what the trace itself says."""
     if metadata is not None and metadata.status:
         return effective_status(metadata)
     if not finished:
         return "running" if live else "loading"
-    return infer_status(model.findings[: model.finding_count], ended=True)
+    return infer_status(model.findings[: model.finding_count], ended=True, events=events)
 
 
 def header_state(
@@ -48,7 +49,7 @@ def header_state(
         name=path.name,
         task=metadata.task if metadata else None,
         model=metadata.model if metadata else None,
-        status=episode_status(metadata, model, finished=finished, live=live),
+        status=episode_status(metadata, model, finished=finished, live=live, events=stats.events),
         elapsed_ms=elapsed,
         verdict=verdict,
         grade=metadata.grade.badge() if metadata and metadata.grade else None,

@@ -22,6 +22,7 @@ STATUS_STYLE = {
     "interrupted": "bold $warning",
     "error": "bold $error",
     "empty": "bold $error",
+    "not a trace": "bold $error",
 }
 
 
