@@ -77,3 +77,22 @@ def test_the_host_capture_proxy_listens_on_loopback_only(tmp_path):
     finally:
         capture.stop()
         model.close()
+
+
+def test_a_key_in_the_endpoints_query_string_is_never_said(tmp_path):
+    """`--base-url http://host/v1?api_key=…`: the stage line quoting the URL masks the query's values
+    (it masked only a user:password)."""
+    model = ReplayServer(ReplayScript.from_trace(SAMPLES / "clean_pass.jsonl"), model="m").start()
+    capture = ModelCapture(llm_url=model.base_url + "?api_key=qs-secret-5a1c9e", model="m", api_key="k" * 12,
+                           requests_path=tmp_path / "run.requests.jsonl")  # fmt: skip
+    said: list[str] = []
+    try:
+        try:
+            capture.start(said.append)
+        except Exception:  # noqa: BLE001 - whether the endpoint takes the query is not the point
+            pass
+    finally:
+        capture.stop()
+        model.close()
+    assert any(message.startswith("probing http://127.0.0.1:") and "api_key=***" in message for message in said), said
+    assert not any("qs-secret-5a1c9e" in message for message in said) and "qs-secret" not in repr(capture)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smoldata_tui.masking import redact_text
+from smoldata_tui.masking import masked_url
 from smoldata_tui.training import capture_policy
 from smoldata_tui.training.capture_policy import NOT_TRAINABLE, TRAINING_OUTPUT_CAP, CaptureFailed
 from smoldata_tui.training.requests import RequestLog
@@ -145,7 +145,7 @@ class ModelCapture:
         self.port: int | None = None
 
     def __repr__(self) -> str:  # never the keys, nor a password in the URL
-        return f"ModelCapture({redact_text(self.llm_url)!r}, {self.model!r}, level={self.record.level!r})"
+        return f"ModelCapture({masked_url(self.llm_url)!r}, {self.model!r}, level={self.record.level!r})"
 
     @property
     def base_url(self) -> str:
@@ -159,7 +159,7 @@ class ModelCapture:
     def start(self, say: Callable[[str], None]) -> None:
         say("loading openenv's capture layer")
         runner, validate_llm, _export, _contract = _capture_modules()
-        say(f"probing {self.llm_url} for token ids and logprobs")
+        say(f"probing {masked_url(self.llm_url)} for token ids and logprobs")
         self.record.update(capture_policy.probe(validate_llm, self.llm_url, self.model, self._api_key))
         capture_policy.require_token_capture(self.record.level, self.record.sampling)
         self._server, self.port = capture_policy.serve(

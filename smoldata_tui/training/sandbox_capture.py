@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from smoldata_tui.sandbox.errors import FileTooLarge
-from smoldata_tui.masking import redact_text
+from smoldata_tui.masking import masked_url
 from smoldata_tui.training import capture_policy as policy
 from smoldata_tui.training.capture import CaptureRecord, level_line, prefetch
 from smoldata_tui.training.capture_bundle import SITE, SandboxPython, bundle_for, last_line, parse_probe, probe_script
@@ -86,7 +86,7 @@ class SandboxCapture:
         prefetch()  # the host needs openenv's TrainingTrace at the end
 
     def __repr__(self) -> str:  # never the keys, nor a password in the URL
-        return f"SandboxCapture({redact_text(self.llm_url)!r}, {self.model!r}, level={self.record.level!r})"
+        return f"SandboxCapture({masked_url(self.llm_url)!r}, {self.model!r}, level={self.record.level!r})"
 
     @property
     def base_url(self) -> str:
@@ -104,7 +104,7 @@ class SandboxCapture:
                   "max_output_tokens": self.record.max_output_tokens, "sampling": self.record.sampling}  # fmt: skip
         self._sandbox.write_text(self._path(policy.CONFIG), json.dumps(config))
         self._job = self._sandbox.start_bg(f"cd {shlex.quote(self.folder)} && exec {runner} >> {policy.LOG} 2>&1")
-        say(f"probing {self.llm_url} from inside the sandbox for token ids and logprobs")
+        say(f"probing {masked_url(self.llm_url)} from inside the sandbox for token ids and logprobs")
         ready = self._wait_for((policy.READY, policy.FAILED), READY_TIMEOUT_S, "start")
         if ready[0] == policy.FAILED:
             raise CaptureFailed(f"the capture proxy in the sandbox did not start: {_text(ready[1].get('reason'), MAX_REASON)}")
