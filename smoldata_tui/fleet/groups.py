@@ -13,6 +13,8 @@ attempts in batch order (the order of ``batch.json`` beside them), else by start
   ("no learning signal"); a group of one, or with no graded attempt, is flagged too;
 - ``rejected``: the attempts whose trace the training wrapper rejects (``native_tool_calls``
   None) or would crash on: their turns carry no valid calls;
+- ``running``: the attempts still running (a batch read mid-way): no reward yet, and their
+  unfinished trace is no verdict, so they are neither rejected nor failing;
 - ``first_split`` (see :mod:`smoldata_tui.diff.group_split`): the first step at which what the
   passing attempts do and what the failing ones do part ways.
 """
@@ -31,6 +33,7 @@ from smoldata_tui.trace.reader import read_at_most
 
 SCALE_EPSILON = 1e-4  # TRL's GRPO: (r - mean) / (std + 1e-4)
 MAX_BATCH_BYTES = 16 << 20  # a batch.json of 10,000 episodes is a few MB
+RUNNING = "running"  # run.meta.json's status while the episode runs (a dead owner's reads as interrupted)
 
 
 @dataclass
@@ -81,9 +84,14 @@ class Group:
         return len(set(self.graded)) <= 1 or len(self.graded) < 2
 
     @property
+    def running(self) -> list[int]:
+        """The attempts still running: an unfinished trace says nothing of how the wrapper will judge it."""
+        return [index for index, attempt in enumerate(self.attempts) if attempt.status == RUNNING]
+
+    @property
     def rejected(self) -> list[int]:
         return [index for index, attempt in enumerate(self.attempts)
-                if attempt.error is None and attempt.native_tool_calls is None]  # fmt: skip
+                if attempt.error is None and attempt.native_tool_calls is None and attempt.status != RUNNING]  # fmt: skip
 
     @property
     def unreadable(self) -> list[int]:
@@ -95,8 +103,9 @@ class Group:
 
     @property
     def failing(self) -> list[int]:
-        """Every attempt that did not pass, graded or not (as pass@k counts them)."""
-        return [index for index, attempt in enumerate(self.attempts) if attempt.env_reward != PASS_REWARD]
+        """Every attempt that ended without passing, graded or not (as pass@k counts them)."""
+        return [index for index, attempt in enumerate(self.attempts)
+                if attempt.env_reward != PASS_REWARD and attempt.status != RUNNING]  # fmt: skip
 
     @property
     def signal(self) -> float:
@@ -115,6 +124,7 @@ class Group:
             "advantages_scaled": self.advantages_scaled,
             "zero_variance": self.zero_variance,
             "rejected": self.rejected,
+            "running": self.running,
             "first_split": self.first_split,
             "episodes": [attempt.path for attempt in self.attempts],
             "tokens": [attempt.tokens for attempt in self.attempts],
@@ -169,6 +179,16 @@ def group_episodes(summaries: list[EpisodeSummary]) -> list[Group]:
     return groups
 
 
+def folder_groups(folder: str | os.PathLike[str]) -> list[Group]:
+    """The groups of the readable episodes saved in ``folder`` (a batch's, while it runs too), most
+    learning signal first: what the batch grid's ``a`` shows."""
+    from smoldata_tui.fleet.check import check_all, list_traces
+
+    listed = list_traces([str(folder)])
+    summaries = [checked.summary for checked in check_all(listed, as_json=False, with_metadata=True)]
+    return by_signal(group_episodes([summary for summary in summaries if summary.error is None]))
+
+
 def add_first_splits(groups: list[Group]) -> None:
     """Look for each group's first split: only where it has both passing and failing attempts
     (the traces of those groups are read again, for their calls)."""
@@ -191,6 +211,8 @@ def flags(group: Group) -> list[str]:
         found.append(f"wrapper rejects attempt {', '.join(map(str, rejected))} (None)")
     if crashed:
         found.append(f"wrapper would crash on attempt {', '.join(map(str, crashed))}")
+    if group.running:
+        found.append(f"attempt {', '.join(map(str, group.running))} running")
     if group.unreadable:
         found.append(f"unreadable: attempt {', '.join(str(index) for index in group.unreadable)}")
     return found

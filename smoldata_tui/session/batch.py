@@ -328,6 +328,9 @@ class Batch:
             skip = run.cancelled
             outcome.state = "running"
             run.started_at = time.monotonic()
+            # where the Episode saves it (``run_name``), named as it starts: the groups and the fleet
+            # read a running attempt's place in the batch from here (``_end`` clears it if never made)
+            outcome.folder = run.key
         if skip:
             self._end(run, status="cancelled", why=f"cancelled before it started ({self._stop_reason or 'cancelled'})")
             return

@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from smoldata_tui.fleet.groups import Group, flags
+from smoldata_tui.fleet.groups import RUNNING, Group, flags
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.screens.groups import GroupsScreen, number, rewards_text
@@ -34,6 +34,8 @@ CELL_WIDTH = 36  # characters of one attempt's calls at one step
 def verdict_text(attempt: EpisodeSummary) -> Text:
     if attempt.error is not None:
         return Text("unreadable", "$error")
+    if attempt.status == RUNNING:  # its unfinished trace is no verdict yet
+        return Text("running", "$accent")
     if attempt.native_tool_calls is not None:
         return Text(f"\u2713 {attempt.native_tool_calls}", "$success")
     if attempt.crash is not None:
@@ -47,7 +49,8 @@ def attempt_row(group: Group, index: int) -> list[Text]:
     reward = attempt.env_reward
     return [
         Text(str(index), justify="right"),
-        Text("—" if reward is None else f"{reward:g}", "$success" if attempt.passed else "$error"),
+        Text("…" if attempt.status == RUNNING else "—" if reward is None else f"{reward:g}",
+             "$success" if attempt.passed else "$error"),
         Text("·" if advantage is None else f"{advantage:+.2f}", justify="right"),
         Text("·" if scaled is None else f"{scaled:+.2f}", justify="right"),
         verdict_text(attempt),

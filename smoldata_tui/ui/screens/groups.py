@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from smoldata_tui.fleet.groups import Group, by_signal, flags, group_episodes
+from smoldata_tui.fleet.groups import Group, by_signal, flags, folder_groups, group_episodes
 from smoldata_tui.fleet.summary import EpisodeSummary
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.screens.help import HelpScreen
@@ -28,7 +28,10 @@ GROUP_COLUMNS = ("task", "k", "rewards", "mean", "std", "flags", "adv. (scaled)"
 
 
 def rewards_text(group: Group) -> str:
-    return " ".join("·" if reward is None else f"{reward:g}" for reward in group.rewards)
+    """Each attempt's reward: ``·`` not graded, ``…`` still running."""
+    running = set(group.running)
+    return " ".join("…" if index in running else "·" if reward is None else f"{reward:g}"
+                    for index, reward in enumerate(group.rewards))  # fmt: skip
 
 
 def number(value: float | None, digits: int = 2) -> str:
@@ -101,15 +104,11 @@ class GroupsScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="groups-read")
     def _read_folder(self) -> None:
-        from smoldata_tui.fleet.check import check_all, list_traces
-
         try:
-            listed = list_traces([str(self.folder)])
-            summaries = [checked.summary for checked in check_all(listed, as_json=False, with_metadata=True)]
+            groups = folder_groups(self.folder)
         except Exception as exc:  # noqa: BLE001 - said on screen (an empty folder, a vanished one)
             self.app.call_from_thread(self._say, f"cannot read the episodes: {clip(str(exc), 200)}")
             return
-        groups = by_signal(group_episodes([summary for summary in summaries if summary.error is None]))
         self.app.call_from_thread(self._set_groups, groups)
 
     def _set_groups(self, groups: list[Group]) -> None:
