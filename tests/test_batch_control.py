@@ -72,7 +72,17 @@ def test_concurrency_grows_while_it_runs_and_an_errored_attempt_runs_again(tmp_p
     assert [row["folder"] for row in saved["runs"]] == [f"slow-fail-{n}" for n in (1, 2, 3, 4)]
     kept = batch.folder / ".requeued" / "slow-fail-1-try1" / "run.meta.json"
     assert json.loads(kept.read_text())["status"] == "error"  # the first try is kept, out of the fleet's sight
-    assert batch.requeue("slow-fail-1") == "the batch has ended"
+    # After the end too: the attempt waits for run(), which runs it and saves the batch's end again.
+    assert batch.requeue("slow-fail-1") is None and watcher.log.count("start slow-fail-1") == 2
+    again = batch.run()
+    assert watcher.log.count("start slow-fail-1") == 3 and watcher.log[-1] == "end slow-fail-1 error"
+    assert again["episodes"] == 4 and [row["attempt"] for row in again["failed"]] == [1, 2, 3, 4]
+    saved = json.loads((batch.folder / "batch.json").read_text())
+    assert saved["requeued"] == {"slow-fail-1": 2} and saved["finished_at"] is not None
+    assert (batch.folder / ".requeued" / "slow-fail-1-try2" / "run.meta.json").is_file()
+    assert batch.requeue("slow-fail-2") is None and batch.requeue("slow-fail-3") is None  # two wait for one run()
+    batch.run()
+    assert watcher.log.count("start slow-fail-2") == 2 and watcher.log.count("start slow-fail-3") == 2
 
 
 def test_fewer_at_once_takes_effect_for_the_next_ones_and_a_queued_cancel_ends_at_once(tmp_path, sandboxes, opencode_bin):
@@ -108,3 +118,34 @@ async def test_the_grid_takes_more_at_once_and_requeues_the_attempt_under_the_cu
         await wait_for(pilot, lambda: not grid.running, 100)
         saved = json.loads((grid.batch.folder / "batch.json").read_text())
         assert saved["requeued"] == {"slow-fail-1": 1} and saved["concurrency"] == 2
+
+
+async def test_after_the_end_r_reruns_a_failed_attempt_and_the_keys_that_cannot_act_leave(tmp_path, sandboxes, opencode_bin):
+    from smoldata_tui.ui.apps.batch import BatchApp
+    from smoldata_tui.ui.screens.catalogue import catalogue_for
+
+    from .test_ui_live import wait_for
+
+    def shown(app) -> str:
+        return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+    app = BatchApp(_plan(tmp_path, attempts=2, concurrency=2))
+    async with app.run_test(size=(200, 30), notifications=True) as pilot:
+        grid = app.grid
+        assert "Cancel this episode" in shown(app)
+        await wait_for(pilot, lambda: not grid.running, 100)
+        await pilot.pause(0.2)
+        footer = shown(app).splitlines()[-1]
+        assert "Cancel" not in footer and "at once" not in footer and "Run this attempt again" in footer, footer
+        helped = [entry.description for entry in catalogue_for(grid)]
+        assert not [d for d in helped if "Cancel" in d or "at once" in d] and any("again" in d for d in helped), helped
+        await pilot.press("r")  # the cursor is on the first row, which errored: the batch's runner starts again
+        await wait_for(pilot, lambda: grid.running, 5)
+        assert "Cancel this episode" in shown(app).splitlines()[-1]
+        await wait_for(pilot, lambda: grid.batch.runs[0].outcome.state == "running", 30)
+        await wait_for(pilot, lambda: not grid.running, 100)
+        assert grid.batch.runs[0].outcome.status == "error" and grid.summary is not None
+        saved = json.loads((grid.batch.folder / "batch.json").read_text())
+        assert saved["requeued"] == {"slow-fail-1": 1} and saved["finished_at"] is not None
+        assert (grid.batch.folder / ".requeued" / "slow-fail-1-try1" / "run.meta.json").is_file()
+        assert (grid.batch.folder / "slow-fail-1" / "run.meta.json").is_file()

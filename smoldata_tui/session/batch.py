@@ -223,22 +223,27 @@ class Batch:
         self._save()
 
     def requeue(self, key: str) -> str | None:
-        """Run an attempt that ended in error, was cancelled, timed out or was killed again, while the
-        batch runs. Its last try's folder is kept under ``.requeued/`` (hidden: the fleet and the
-        groups count the attempt once). None when queued, else why not."""
+        """Run an attempt that ended in error, was cancelled, timed out or was killed again. Its last
+        try's folder is kept under ``.requeued/`` (hidden: the fleet and the groups count the attempt
+        once). None when queued, else why not. After the batch has ended (or a cancel of every
+        episode ended it), the attempt waits for :meth:`run` to be called again, which runs it and
+        saves the batch's end anew."""
         run = next((candidate for candidate in self.runs if candidate.key == key), None)
         if run is None:
             return f"no episode {key} in this batch"
         with self._slots:
-            if self._finished:
-                return "the batch has ended"
-            if self._stop_reason is not None:
+            if self._stop_reason is not None and not self._finished:
                 return "the batch is being cancelled"
             outcome = run.outcome
             if outcome.state != "ended":
                 return f"{key} has not ended"
             if outcome.status not in REQUEUEABLE:
                 return f"{key} {outcome.status or 'ended'}: only an attempt that errored, was cancelled, timed out or was killed runs again"
+            if self._finished:  # its runner is gone: the next run() starts the workers and waits for them
+                self._finished = self._begun = False
+                with self._lock:
+                    self._stop_reason = None  # a cancel of every episode ended the last run, not this one
+                self.wall_s = None
             tries = self._requeued.get(key, 0) + 1
             previous = self.folder / key
             if previous.is_dir():

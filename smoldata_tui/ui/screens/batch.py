@@ -1,7 +1,8 @@
 """The live grid of a batch: one row per (task, attempt), updated as the episodes run; totals and
 pass@k at the top. Enter follows that episode's timeline (Esc comes back), ``c`` cancels the
 episode under the cursor, ``C`` (or Esc, Ctrl+C, after asking) every episode; each releases its
-sandbox. When the batch has ended the grid stays with each task's pass@k; `e` opens the fleet table over the batch folder."""
+sandbox. When the batch has ended the grid stays with each task's pass@k; `e` opens the fleet table over the batch folder,
+``r`` still reruns an attempt (the batch's runner starts again for it)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ COLUMNS = (("task", 26), ("attempt", 7), ("stage", 16), ("elapsed", 8), ("steps"
            ("last tool", 10), ("findings", 8), ("verdict", 9), ("grade", 22))  # fmt: skip
 CANCEL_ALL_QUESTION = ("Cancel every episode of the batch? Each agent is stopped, what it wrote is kept, its sandbox "
                        "released; queued episodes never start.")
+ENDED_OFF = frozenset({"cancel_one", "cancel", "concurrency"})  # keys with nothing to act on once it has ended
 _VERDICT_STYLE = {"accepted": "$success", "rejected": "$warning", "crashes": "bold $error"}
 
 
@@ -64,7 +66,7 @@ class BatchScreen(Screen[None]):
         super().__init__()
         self.batch = Batch(plan)
         self.episode = _CancelEveryEpisode(self.batch)  # the LiveApp's stop paths find it here
-        self.running = True
+        self.running = True  # the batch's runner is on: False once it has ended, True again for a rerun
         self.ended = threading.Event()  # the batch's thread is done: every sandbox released
         self.summary: dict | None = None
         self._quit_after = False
@@ -192,6 +194,8 @@ class BatchScreen(Screen[None]):
         self.app.open_groups(folder=self.batch.folder)
 
     def action_requeue(self) -> None:
+        """Run the attempt under the cursor again; after the batch has ended its runner starts again
+        for it (the grid runs until it ends, as at first)."""
         run = self._current()
         if run is None:
             self.app.bell()
@@ -201,7 +205,23 @@ class BatchScreen(Screen[None]):
             self.app.notify(refused, severity="warning", markup=False)
         else:
             self.app.notify(f"{run.key} queued again; its last try is kept in .requeued/", markup=False)
+            if not self.running:
+                self._restart()
         self._tick()
+
+    def _restart(self) -> None:
+        self.running = True
+        self.summary = None
+        self.ended.clear()
+        self.run_worker(self._run, thread=True, exclusive=True, group="batch", name="batch")
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Once the batch has ended nothing runs: the keys that act on running episodes leave the
+        footer, ``?`` and the palette (``r`` stays: it starts the batch's runner again)."""
+        if action in ENDED_OFF and not self.running:
+            return False
+        return super().check_action(action, parameters)
 
     def action_concurrency(self, change: int) -> None:
         wanted = self.batch.concurrency + change
@@ -241,12 +261,16 @@ class BatchScreen(Screen[None]):
         """The grid stays, with each task's pass@k: ``e`` opens the fleet table over the batch folder
         (Esc comes back), ``a`` its attempt groups."""
         self.running = False
-        self._tick()
         if self._quit_after:
             self.app.exit()
             return
-        self.app.notify("the batch has ended: e opens the fleet table over its folder, a its attempt groups, q quits",
-                        title="batch ended")  # fmt: skip
+        if any(run.outcome.state == "queued" for run in self.batch.runs):
+            self._restart()  # `r` came as the runner ended: its attempt waits for the runner again
+            return
+        self.refresh_bindings()
+        self._tick()
+        self.app.notify("the batch has ended: e opens the fleet table over its folder, a its attempt groups, "
+                        "r reruns an attempt that errored or was cancelled, q quits", title="batch ended")  # fmt: skip
 
     def action_fleet(self) -> None:
         self.app.open_fleet(self.batch.folder, standalone=False)
