@@ -135,6 +135,10 @@ async def test_after_the_end_r_reruns_a_failed_attempt_and_the_keys_that_cannot_
         assert "Cancel this episode" in shown(app)
         await wait_for(pilot, lambda: not grid.running, 100)
         await pilot.pause(0.2)
+        # nothing was graded (each failed at "stage task"): pass@k is unknown, not 0
+        assert json.loads((grid.batch.folder / "batch.json").read_text())["tasks"]["slow-fail"]["pass_at"] == {
+            "1": None, "2": None}  # fmt: skip
+        assert "pass@k unknown: no attempt was graded" in str(grid.query_one("#batch-totals").render())
         footer = shown(app).splitlines()[-1]
         assert "Cancel" not in footer and "at once" not in footer and "Run this attempt again" in footer, footer
         helped = [entry.description for entry in catalogue_for(grid)]

@@ -70,6 +70,22 @@ def test_totals_count_verdicts_and_an_ungraded_attempt_as_not_passed():
     assert list(task_totals(outcomes)) == ["a", "b"]
 
 
+def test_pass_at_k_with_nothing_graded_is_unknown_and_the_grid_says_how_ungraded_ones_count():
+    from smoldata_tui.ui.screens.batch import pass_at_text
+
+    cancelled = [EpisodeOutcome("a", n, state="ended", status="cancelled", why="q (quit)") for n in (1, 2)]
+    report = summary(cancelled, 1.0)
+    assert report["tasks"]["a"]["pass_at"] == {"1": None, "2": None}  # unknown, not 0.0
+    assert pass_at_text(report["tasks"]["a"]) == "pass@k unknown: no attempt was graded"
+    mixed = summary([EpisodeOutcome("b", 1, state="ended", status="finished", env_reward=1.0),
+                     EpisodeOutcome("b", 2, state="ended", status="finished", env_reward=0.0),
+                     EpisodeOutcome("b", 3, state="ended", status="finished", env_reward=0.0),
+                     EpisodeOutcome("b", 4, state="ended", status="cancelled", why="c")], 1.0)["tasks"]["b"]  # fmt: skip
+    said = pass_at_text(mixed)  # 1/4 for pass@k, 1/3 in the fleet table: the grid says why they differ
+    assert said.startswith("pass@1 0.25 pass@2 0.50") and "1 not graded, counted as failed" in said
+    assert "pass rate 1/3 is over the graded ones" in said
+
+
 def test_batch_file_is_replaced_whole(tmp_path):
     write_batch_file(tmp_path, {"n": 1})
     write_batch_file(tmp_path, {"n": 2})

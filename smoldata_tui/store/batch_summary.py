@@ -64,12 +64,18 @@ class TaskTotals:
 
     def to_json(self) -> dict:
         return {"attempts": self.attempts, "graded": self.graded, "passed": self.passed,
-                "pass_at": pass_at_all(self.attempts, self.passed) if self.attempts else {},
-                "verdicts": dict(self.verdicts)}  # fmt: skip
+                "pass_at": self.pass_at(), "verdicts": dict(self.verdicts)}  # fmt: skip
+
+    def pass_at(self) -> dict[str, float | None]:
+        """pass@1..n; with no attempt graded nothing is known (each null), not 0."""
+        if not self.graded:
+            return {str(k): None for k in range(1, self.attempts + 1)}
+        return pass_at_all(self.attempts, self.passed)
 
 
 def task_totals(outcomes: list[EpisodeOutcome]) -> dict[str, TaskTotals]:
-    """Per task, in first-seen order. pass@k counts every attempt: one not graded did not pass."""
+    """Per task, in first-seen order. pass@k counts every attempt: one not graded did not pass
+    (unless none was graded: then pass@k is unknown)."""
     totals: dict[str, TaskTotals] = {}
     for outcome in outcomes:
         entry = totals.setdefault(outcome.task, TaskTotals())

@@ -29,6 +29,19 @@ ENDED_OFF = frozenset({"cancel_one", "cancel", "concurrency"})  # keys with noth
 _VERDICT_STYLE = {"accepted": "$success", "rejected": "$warning", "crashes": "bold $error"}
 
 
+def pass_at_text(entry: dict) -> str:
+    """One task's pass@k (``batch.json``'s ``tasks`` entry), saying how the attempts not graded
+    count: as failed, which is why it differs from the fleet table's pass rate (over graded ones)."""
+    if not entry["graded"]:
+        return "pass@k unknown: no attempt was graded"
+    shown = " ".join(f"pass@{k} {value:.2f}" for k, value in entry["pass_at"].items())
+    ungraded = entry["attempts"] - entry["graded"]
+    if ungraded:
+        shown += (f" ({ungraded} not graded, counted as failed: the fleet table's pass rate "
+                  f"{entry['passed']}/{entry['graded']} is over the graded ones)")  # fmt: skip
+    return shown
+
+
 class BatchEnded(Message):
     pass
 
@@ -158,8 +171,8 @@ class BatchScreen(Screen[None]):
         for task, entry in report["tasks"].items():
             # pass@k over the attempts that have ended would move as episodes end: shown once all have
             done = all(run.outcome.state == "ended" for run in runs if run.outcome.task == task)
-            shown = " ".join(f"pass@{k} {value:.2f}" for k, value in entry["pass_at"].items()) if done else "pass@k when all have ended"
-            text.append(f"\n  {clip(task, 30)}: {entry['passed']}/{entry['attempts']} passed · {shown}")
+            text.append(f"\n  {clip(task, 30)}: {entry['passed']}/{entry['attempts']} passed · ")
+            text.append(pass_at_text(entry) if done else "pass@k when all have ended")
         if self.batch.stop_reason:
             text.append(f"\n  cancelling every episode ({clip(self.batch.stop_reason, 60)})…", style="$warning")
         return text
