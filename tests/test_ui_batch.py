@@ -77,6 +77,7 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, st
 
         await pilot.press("C")  # cancel every episode, after asking
         assert isinstance(app.screen, ConfirmCancel)
+        assert str(app.screen.query_one("#yes").label) == "Cancel every episode (y)"  # as the question asks
         await pilot.press("y")
         await wait_for(pilot, lambda: grid.ended.is_set() and not grid.running, 180)
         assert app.screen is grid  # the grid stays, with each task's pass@k

@@ -260,7 +260,7 @@ class BatchScreen(Screen[None]):
             self.batch.cancel_all(f"{key} (cancel confirmed)")
             self._tick()
 
-        ask_then(self.app, ConfirmCancel(CANCEL_ALL_QUESTION), cancel)
+        ask_then(self.app, ConfirmCancel(CANCEL_ALL_QUESTION, yes="Cancel every episode (y)"), cancel)
 
     def action_quit_episode(self, reason: str = "q (quit)") -> None:
         if not self.running:
