@@ -225,9 +225,8 @@ class Batch:
     def requeue(self, key: str) -> str | None:
         """Run an attempt that ended in error, was cancelled, timed out or was killed again. Its last
         try's folder is kept under ``.requeued/`` (hidden: the fleet and the groups count the attempt
-        once). None when queued, else why not. After the batch has ended (or a cancel of every
-        episode ended it), the attempt waits for :meth:`run` to be called again, which runs it and
-        saves the batch's end anew."""
+        once). None when queued, else why not. After the batch has ended, the attempt waits for
+        :meth:`run` to be called again, which runs it and saves the batch's end anew."""
         run = next((candidate for candidate in self.runs if candidate.key == key), None)
         if run is None:
             return f"no episode {key} in this batch"
@@ -333,9 +332,7 @@ class Batch:
             skip = run.cancelled
             outcome.state = "running"
             run.started_at = time.monotonic()
-            # where the Episode saves it (``run_name``), named as it starts: the groups and the fleet
-            # read a running attempt's place in the batch from here (``_end`` clears it if never made)
-            outcome.folder = run.key
+            outcome.folder = run.key  # its folder (run_name) named as it starts: the groups' batch order
         if skip:
             self._end(run, status="cancelled", why=f"cancelled before it started ({self._stop_reason or 'cancelled'})")
             return
