@@ -28,10 +28,12 @@ from .test_live_exits import AGENT_START_S, STOP_S, _wait_for
 class Headless:
     """``smoldata-tui run --headless`` in the background, its stderr collected line by line."""
 
-    def __init__(self, tmp_path: Path, task: str, recording: Path, *, tasks: Path | None = None,
-                 stdout=subprocess.DEVNULL) -> None:  # fmt: skip
+    def __init__(self, tmp_path: Path, task: str, recording: Path | None, *, tasks: Path | None = None,
+                 stdout=subprocess.DEVNULL, endpoint: tuple[str, ...] = ()) -> None:  # fmt: skip
+        """The replay model of ``recording``, or with none the ``endpoint`` options (``--model``…)."""
         self.runs = tmp_path / "runs"
-        args = ["run", "--task", task, "--model", f"replay:{recording}", "--save", str(self.runs), "--headless"]
+        model = ["--model", f"replay:{recording}"] if recording is not None else list(endpoint)
+        args = ["run", "--task", task, *model, "--save", str(self.runs), "--headless"]
         if tasks is not None:
             args += ["--tasks", str(tasks)]
         self.process = subprocess.Popen([sys.executable, "-m", "smoldata_tui", *args], cwd=tmp_path,

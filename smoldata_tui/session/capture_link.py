@@ -28,18 +28,21 @@ __all__ = ["CaptureFailed", "capture_not_running", "finish_capture", "opencode_v
 
 
 def start_capture(endpoint, trace_path: Path, say: Callable[[str], None], *, sandbox=None,
-                  scrub: Callable[[str], str] = lambda text: text, cancel=None,
+                  scrub: Callable[[str], str] = lambda text: text, cancel=None, deadline: float | None = None,
                   sampling: dict | None = None, context_window: int | None = None) -> ModelCapture | SandboxCapture:  # fmt: skip
     """A running capture proxy for ``endpoint`` (a :class:`ModelEndpoint`), or CaptureFailed: on the
     host, or with ``sandbox`` (a remote one) inside it, where ``scrub`` masks what it brings back.
+    ``cancel`` (set: CaptureFailed now) and ``deadline`` (``time.monotonic()`` when the run's
+    timeout runs out, which bounds the endpoint's probe) are the episode's.
     ``sampling``: training's sampling policy for its session (``--sampling``), None for the engine's."""
     requests_path = requests_path_for(trace_path)
     if sandbox is None:
         capture = ModelCapture(llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
-                               requests_path=requests_path, sampling=sampling)  # fmt: skip
+                               requests_path=requests_path, sampling=sampling, cancel=cancel, deadline=deadline)  # fmt: skip
     else:
         capture = SandboxCapture(sandbox, llm_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
-                                 requests_path=requests_path, scrub=scrub, cancel=cancel, sampling=sampling)  # fmt: skip
+                                 requests_path=requests_path, scrub=scrub, cancel=cancel, sampling=sampling,
+                                 deadline=deadline)  # fmt: skip
     try:
         capture.start(say)
     except BaseException:

@@ -138,7 +138,8 @@ class Episode:
         from smoldata_tui.session.sandbox_processes import end_commands, probe_sandbox
 
         sandbox = self._sandbox
-        commands = probe_sandbox(sandbox) if sandbox is not None else []
+        # one bash ran in its own place cannot be ended so that OpenCode notices (RunningCommand.in_shell)
+        commands = [command for command in probe_sandbox(sandbox) if command.in_shell] if sandbox is not None else []
         if not commands:
             return []
         end_commands(sandbox, commands)
@@ -299,14 +300,12 @@ class Episode:
         """OpenCode talks to the capture proxy, with the session id as its key. A local sandbox's
         proxy runs here (the endpoint's key stays on the host); a remote sandbox cannot reach this
         host, so its proxy runs inside it."""
-        endpoint = self.spec.endpoint
-        if self.spec.backend == "daytona":
-            self._capture = start_capture(endpoint, result.trace_path, say, sandbox=self._sandbox, cancel=self._cancel,
-                                          scrub=lambda text: self._scrubber.text(text), sampling=self.spec.sampling,
-                                          context_window=self.spec.context_window)  # fmt: skip
-        else:
-            self._capture = start_capture(endpoint, result.trace_path, say, sampling=self.spec.sampling,
-                                          context_window=self.spec.context_window)  # fmt: skip
+        endpoint, remote = self.spec.endpoint, self.spec.backend == "daytona"
+        self._capture = start_capture(endpoint, result.trace_path, say, sandbox=self._sandbox if remote else None,
+                                      cancel=self._cancel, deadline=self._deadline, sampling=self.spec.sampling,
+                                      scrub=lambda text: self._scrubber.text(text),
+                                      context_window=self.spec.context_window)  # fmt: skip
+        if not remote:
             require_reachable(self._sandbox, self._capture)
         self._scrubber = SecretScrubber([*endpoint.secrets, self._capture.session_id])
         self._opencode_json = build_opencode_json(self._capture.base_url, self._capture.session_id, endpoint.model,

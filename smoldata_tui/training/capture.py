@@ -6,7 +6,8 @@ the model; so does a live episode here. :class:`ModelCapture`:
 1. probes the endpoint with openenv's ``validate_llm`` (no tool probe: its tool-bearing request
    would reach the model outside the policy below) and settles the capture level: ``tokens`` on a
    vLLM-style endpoint returning token ids and logprobs (trainable), ``logprobs``/``text``
-   otherwise ("not trainable: the endpoint returns no token ids");
+   otherwise ("not trainable: the endpoint returns no token ids"). The probe takes at most what is
+   left of the run's ``--timeout`` (and 90 s), on a thread of its own: a stop ends the wait at once;
 2. starts ``CaptureServer`` on a free port with ``max_output_tokens`` 4096 (the environment's
    ``proxy_max_tokens_cap``), the model name as given (openenv rewrites every request's ``model``
    to it), the real endpoint key (it stays on the host) and a random admin key (the server binds
@@ -29,12 +30,14 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from smoldata_tui.masking import masked_url
+from smoldata_tui.tasks.cancellable import Cancelled, TimedOut, call_unless_cancelled
 from smoldata_tui.training import capture_policy
 from smoldata_tui.training.capture_policy import NOT_TRAINABLE, TRAINING_OUTPUT_CAP, CaptureFailed
 from smoldata_tui.training.requests import RequestLog
@@ -42,6 +45,7 @@ from smoldata_tui.training.sampling import sampling_text
 
 __all__ = ["NOT_TRAINABLE", "TRAINING_OUTPUT_CAP", "CaptureFailed", "CaptureRecord", "ModelCapture", "describe_capture",
            "prefetch"]
+PROBE_GRACE_S = 2.0  # past the probe's budget, which its requests' own timeouts already keep to
 _prefetched: threading.Thread | None = None
 _prefetch_lock = threading.Lock()
 
@@ -132,8 +136,11 @@ class ModelCapture:
 
     def __init__(self, *, llm_url: str, model: str, api_key: str, requests_path: Path,
                  sandbox_host: str = "127.0.0.1", max_output_tokens: int = TRAINING_OUTPUT_CAP,
-                 sampling: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 sampling: dict[str, Any] | None = None, cancel: threading.Event | None = None,
+                 deadline: float | None = None) -> None:  # fmt: skip
         self.llm_url = llm_url
+        self._cancel = cancel  # the episode's: a stop ends start() at once, the probe left behind
+        self._deadline = deadline  # time.monotonic() when the run's --timeout runs out; bounds the probe
         self.model = model
         self._api_key = api_key
         self.sandbox_host = sandbox_host
@@ -158,9 +165,14 @@ class ModelCapture:
 
     def start(self, say: Callable[[str], None]) -> None:
         say("loading openenv's capture layer")
-        runner, validate_llm, _export, _contract = _capture_modules()
-        say(f"probing {masked_url(self.llm_url)} for token ids and logprobs")
-        self.record.update(capture_policy.probe(validate_llm, self.llm_url, self.model, self._api_key))
+        runner, validate_llm, _export, _contract = self._unless_cancelled(_capture_modules)
+        budget = capture_policy.probe_budget(None if self._deadline is None else self._deadline - time.monotonic())
+        say(f"probing {masked_url(self.llm_url)} for token ids and logprobs (at most {budget:.0f} s)")
+        # openenv's probe blocks in urllib for its whole timeout: it runs on a thread of its own,
+        # so a stop acts at once; its requests' own timeouts end that thread within the budget.
+        self.record.update(self._unless_cancelled(
+            lambda: capture_policy.probe(validate_llm, self.llm_url, self.model, self._api_key, budget),
+            timeout_s=budget + PROBE_GRACE_S))
         capture_policy.require_token_capture(self.record.level, self.record.sampling)
         self._server, self.port = capture_policy.serve(
             runner, llm_url=self.llm_url, model=self.model, api_key=self._api_key, level=self.record.level,
@@ -171,6 +183,14 @@ class ModelCapture:
         say(level_line(self.record))
         say(f"capture proxy on port {self.port}: max_tokens ≤ {self.record.max_output_tokens}, thinking disabled, model {self.model}, "
             f"sampling: {sampling_text(self.record.sampling)}")
+
+    def _unless_cancelled(self, step, timeout_s: float | None = None):
+        try:
+            return call_unless_cancelled(step, self._cancel, timeout_s)
+        except Cancelled:
+            raise CaptureFailed("cancelled") from None
+        except TimedOut:
+            raise CaptureFailed(capture_policy.no_answer(timeout_s - PROBE_GRACE_S)) from None
 
     def training_trace(self):
         """openenv's ``TrainingTrace`` of the session, or None with the reason in the record."""

@@ -113,13 +113,31 @@ def _tool_name(tool: object) -> str | None:
 
 
 # --- the probe ------------------------------------------------------------------------------
-def probe(validate_llm, llm_url: str, model: str, api_key: str | None) -> dict[str, Any]:
+# The probe's whole time at most: what openenv's limits came to before a run's --timeout bounded
+# it (30 s for the model list, then 60 s for the completion).
+PROBE_CAP_S = 90.0
+PROBE_FLOOR_S = 2.0  # with a run's time all but gone, still long enough to see an endpoint answer
+
+
+def probe_budget(remaining_s: float | None) -> float:
+    """How long the probe may take with ``remaining_s`` of the run's timeout left (None: no limit)."""
+    return PROBE_CAP_S if remaining_s is None else max(PROBE_FLOOR_S, min(PROBE_CAP_S, remaining_s))
+
+
+def request_timeout(budget_s: float) -> float:
+    """``validate_llm``'s per-request timeout for a probe of ``budget_s`` in all: it asks for the
+    model list (capping that request at 30 s) and then for a completion, each waiting this long."""
+    return max(budget_s / 2, budget_s - 30.0)
+
+
+def probe(validate_llm, llm_url: str, model: str, api_key: str | None, budget_s: float = PROBE_CAP_S) -> dict[str, Any]:
     """The capture level and what the probe found, as ``run.meta.json``'s ``capture`` fields.
 
     No tool probe: its tool-bearing request would reach the model outside the policy."""
-    report = validate_llm.validate_llm(llm_url, model, api_key=api_key or None, timeout=60.0, check_tools=False)
+    timeout, started = request_timeout(budget_s), time.monotonic()
+    report = validate_llm.validate_llm(llm_url, model, api_key=api_key or None, timeout=timeout, check_tools=False)
     if not report.reachable:
-        raise CaptureFailed(" ".join(report.summary().split()))
+        raise CaptureFailed(unreachable_reason(report, time.monotonic() - started, timeout))
     level = report.capture_level or "text"
     return {
         "level": level,
@@ -129,6 +147,20 @@ def probe(validate_llm, llm_url: str, model: str, api_key: str | None) -> dict[s
         "probe_findings": list(report.findings),
         "not_trainable_because": None if level == "tokens" else NOT_TRAINABLE,
     }
+
+
+def unreachable_reason(report, elapsed: float, timeout: float) -> str:
+    """Why the probe got no answer, in one line. urllib wraps a failed connect (refused, timed out)
+    in URLError; a bare TimeoutError is a read that timed out: the connection was accepted."""
+    if any(str(item).startswith("probe failed: TimeoutError") for item in report.findings):
+        return (f"the endpoint accepted the connection but did not answer within {elapsed:.0f} s "
+                f"(a one-word chat completion waited {timeout:.0f} s of it)")
+    return " ".join(report.summary().split())
+
+
+def no_answer(budget_s: float) -> str:
+    """Why the probe was abandoned when it outlasted its budget (an endpoint answering byte by byte)."""
+    return f"the endpoint did not finish answering the probe within {budget_s:.0f} s"
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -332,7 +364,8 @@ def run_in_sandbox(folder: str) -> int:
 
     try:
         runner, validate_llm, export, contract = capture_modules()
-        record = probe(validate_llm, config["llm_url"], config["model"], config.get("api_key"))
+        record = probe(validate_llm, config["llm_url"], config["model"], config.get("api_key"),
+                       float(config.get("probe_budget_s") or PROBE_CAP_S))  # fmt: skip
         require_token_capture(record["level"], config.get("sampling"))
         import secrets
 

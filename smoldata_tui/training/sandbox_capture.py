@@ -40,7 +40,7 @@ from smoldata_tui.training.capture_policy import TRAINING_OUTPUT_CAP, CaptureFai
 from smoldata_tui.training.requests import MAX_REQUESTS_BYTES
 from smoldata_tui.training.trace_file import MAX_TRAINING_BYTES
 
-READY_TIMEOUT_S = 600.0  # openenv's import (seconds) and the probe (up to 60 s) on a slow sandbox
+READY_TIMEOUT_S = 600.0  # openenv's import (seconds) and the probe (policy.PROBE_CAP_S at most) on a slow sandbox
 DONE_TIMEOUT_S = 120.0
 UNPACK_TIMEOUT_S = 300.0
 MAX_SMALL_BYTES = 1 << 20  # ready.json, done.json, the runner's log tail
@@ -67,7 +67,8 @@ class SandboxCapture:
 
     def __init__(self, sandbox, *, llm_url: str, model: str, api_key: str, requests_path: Path,
                  scrub: Callable[[str], str], cancel: threading.Event | None = None,
-                 max_output_tokens: int = TRAINING_OUTPUT_CAP, sampling: dict | None = None) -> None:  # fmt: skip
+                 max_output_tokens: int = TRAINING_OUTPUT_CAP, sampling: dict | None = None,
+                 deadline: float | None = None) -> None:  # fmt: skip
         self._sandbox = sandbox
         self.llm_url = llm_url
         self.model = model
@@ -75,6 +76,7 @@ class SandboxCapture:
         self._requests_path = requests_path
         self._scrub = scrub
         self._cancel = cancel or threading.Event()
+        self._deadline = deadline  # time.monotonic() when the run's --timeout runs out; bounds the probe
         self.record = CaptureRecord(where="sandbox", max_output_tokens=max_output_tokens, requests=requests_path.name,
                                     sampling=sampling)  # fmt: skip
         self.folder = f"/tmp/.smoldata-capture-{secrets.token_hex(8)}"
@@ -101,7 +103,8 @@ class SandboxCapture:
         say(f"starting openenv's capture proxy inside the sandbox (the sandbox cannot reach this host), model {self.model}")
         self._sandbox.write_text(self._path("capture_policy.py"), Path(policy.__file__).read_text(encoding="utf-8"))
         config = {"llm_url": self.llm_url, "model": self.model, "api_key": self._api_key,
-                  "max_output_tokens": self.record.max_output_tokens, "sampling": self.record.sampling}  # fmt: skip
+                  "max_output_tokens": self.record.max_output_tokens, "sampling": self.record.sampling,
+                  "probe_budget_s": policy.probe_budget(None if self._deadline is None else self._deadline - time.monotonic())}  # fmt: skip
         self._sandbox.write_text(self._path(policy.CONFIG), json.dumps(config))
         self._job = self._sandbox.start_bg(f"cd {shlex.quote(self.folder)} && exec {runner} >> {policy.LOG} 2>&1")
         say(f"probing {masked_url(self.llm_url)} from inside the sandbox for token ids and logprobs")
