@@ -25,10 +25,10 @@ from .test_episode_local import Recorder, processes_matching, sandbox_dirs, sand
 from .test_episode_local import standin_sandboxes  # noqa: F401 - a fixture
 
 
-def _hanging_then_answering(tmp_path, marker: str, answer: str):
+def _hanging_then_answering(tmp_path, marker: str, answer: str, command: str | None = None):
     builder = TraceBuilder()
     builder.step_start()
-    builder.bash(f"sleep 300 && echo {marker}", f"{marker}\n", call_id="call_hang")
+    builder.bash(command or f"sleep 300 && echo {marker}", f"{marker}\n", call_id="call_hang")
     builder.step_finish("tool-calls")
     builder.step_start()
     builder.tool("write", {"filePath": "/workdir/answer.txt", "content": answer + "\n"}, "Wrote file successfully.",
@@ -102,3 +102,30 @@ async def test_on_the_live_timeline_K_asks_naming_the_call_then_ends_it_and_the_
         saved = json.loads(result.metadata_path.read_text())["cancelled_calls"]
         assert [call["command"] for call in saved] == [f"sleep 300 && echo {marker}"]
         await pilot.press("q")
+
+
+async def test_K_on_a_simple_command_says_it_cannot_be_ended_so_opencode_notices(tmp_path, standin_sandboxes):
+    """``sleep 300.N`` alone: bash runs it in its own place, so no shell is left to exit, and OpenCode
+    1.18.31's bash tool does not notice a process a signal ended (measured 2026-12-05 with the real
+    binary: killed by TERM, its tool still returned only at its 120 s timeout). The live row sees the
+    command; K says why it leaves it running instead of 'no tool call is running now'."""
+    from smoldata_tui.session.sandbox_processes import probe_sandbox
+    from smoldata_tui.ui.apps.live import LiveApp
+    from smoldata_tui.ui.screens.episode import EpisodeScreen
+
+    from .test_ui_live import live_screen, spec_for, wait_for
+
+    task = load_task(default_task_root() / "sales-top-region")
+    command = f"sleep 300.{os.getpid()}"
+    app = LiveApp(spec_for(_hanging_then_answering(tmp_path, command, correct_answer(task), command), tmp_path / "runs"))
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen) and processes_matching(command), 200)
+        running = probe_sandbox(live_screen(app).episode._sandbox)
+        assert [(each.command, each.in_shell) for each in running] == [(command, False)]
+        await pilot.press("K")
+        await wait_for(pilot, lambda: any("runs without a shell" in str(n.message) for n in app._notifications), 30)
+        assert processes_matching(command)  # left running: ending it would gain nothing
+        assert live_screen(app).episode.cancel_running_calls() == []
+        live_screen(app).episode.cancel("the test is over")
+        await wait_for(pilot, lambda: not live_screen(app).running, 60)
+    assert not processes_matching(command)

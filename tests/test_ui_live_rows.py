@@ -30,6 +30,10 @@ def test_the_shell_tool_commands_are_the_ones_opencode_started():
     # listing CI caught at that moment showed the command twice.
     forked = listing + "\n   32    30    0 /usr/bin/bash -c sleep 60 && echo done"
     assert shell_tool_commands(forked) == [RunningCommand("sleep 60 && echo done", 42.0)]
+    # One simple command: bash ran it in its own place, so OpenCode is its parent.
+    simple = listing + "\n   50    21   12 python3 /workdir/slow.py --rows 10"
+    assert shell_tool_commands(simple) == [RunningCommand("sleep 60 && echo done", 42.0),
+                                           RunningCommand("python3 /workdir/slow.py --rows 10", 12.0)]  # fmt: skip
 
 
 def test_a_real_sandbox_shows_a_command_its_opencode_runs(sandbox, tmp_path):  # noqa: F811

@@ -138,7 +138,8 @@ class Episode:
         from smoldata_tui.session.sandbox_processes import end_commands, probe_sandbox
 
         sandbox = self._sandbox
-        commands = probe_sandbox(sandbox) if sandbox is not None else []
+        # one bash ran in its own place cannot be ended so that OpenCode notices (RunningCommand.in_shell)
+        commands = [command for command in probe_sandbox(sandbox) if command.in_shell] if sandbox is not None else []
         if not commands:
             return []
         end_commands(sandbox, commands)

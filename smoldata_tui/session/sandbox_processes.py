@@ -34,13 +34,19 @@ class RunningCommand:
     command: str
     seconds: float | None  # how long it has run, when the listing says
     pids: tuple[int, ...] = field(default=(), compare=False)  # its shell and every process below it
+    # False: one simple command bash ran in its own place (exec), so no shell is left to exit. OpenCode
+    # 1.18.31's bash tool notices only a shell that exits, not a process a signal ended: ending such a
+    # command would not make the tool return before its own timeout (tests/test_cancel_call.py).
+    in_shell: bool = field(default=True, compare=False)
 
 
 ProcessProbe = Callable[[], Sequence[RunningCommand]]
 
 
 def shell_tool_commands(listing: str) -> list[RunningCommand]:
-    """The shell-tool commands (``bash -c CMD``) that OpenCode started, in a process listing."""
+    """The shell-tool commands (``bash -c CMD``) that OpenCode started, in a process listing. A
+    command that is one simple command (``sleep 90``, ``python3 x.py``) has no shell left to see:
+    bash ran it in its own place (exec), so it is OpenCode's own child, and is found as that."""
     processes: dict[str, tuple[str, str, str]] = {}  # pid -> (ppid, elapsed, args)
     for line in listing.splitlines():
         fields = line.split(None, 3)
@@ -52,16 +58,20 @@ def shell_tool_commands(listing: str) -> list[RunningCommand]:
     found = []
     for pid, (ppid, elapsed, args) in processes.items():
         words = args.split(" ", 2)
-        if len(words) < 3 or words[0].rsplit("/", 1)[-1] not in _SHELLS or words[1] not in ("-c", "-lc"):
+        if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
+            if not _descends_from(pid, agents, processes):
+                continue
+            parent = processes.get(ppid)
+            if parent is not None and parent[2] == args:
+                continue  # the command's own fork (a subshell, or a child not yet exec'd): one command, not two
+            command, in_shell = words[2].strip(), True
+        elif ppid in agents and pid not in agents:
+            command, in_shell = args.strip(), False  # exec'd in its shell's place
+        else:
             continue
-        if not _descends_from(pid, agents, processes):
-            continue
-        parent = processes.get(ppid)
-        if parent is not None and parent[2] == args:
-            continue  # the command's own fork (a subshell, or a child not yet exec'd): one command, not two
         tree = (pid, *(other for other in processes if _descends_from(other, {pid}, processes)))
-        found.append(RunningCommand(words[2].strip(), float(elapsed) if elapsed.isdigit() else None,
-                                    tuple(int(each) for each in tree if each.isdigit())))  # fmt: skip
+        found.append(RunningCommand(command, float(elapsed) if elapsed.isdigit() else None,
+                                    tuple(int(each) for each in tree if each.isdigit()), in_shell))  # fmt: skip
     return found
 
 

@@ -288,9 +288,17 @@ class LiveScreen(QuitOrBack, Screen[None]):
     def action_end_call(self) -> None:
         """Ask, naming the command, then end the shell-tool command the agent is running now: a
         hung call. OpenCode's tool returns with the signal's status and the agent goes on."""
-        commands = self._running_commands()
-        if not commands:
+        running = self._running_commands()
+        commands = [command for command in running if command.in_shell]
+        if not running:
             self.app.call_from_thread(self.app.notify, "no tool call is running now", severity="warning", markup=False)
+            return
+        if not commands:
+            alone = "; ".join(clip(neutralize(self._scrubber.text(c.command), keep_newlines=False), 80) for c in running)
+            self.app.call_from_thread(
+                self.app.notify, f"`{alone}` runs without a shell (bash ran it in its own place): OpenCode 1.18.31 "
+                "notices only a shell that exits, so ending it would not make its tool return before the call's own "
+                "timeout (120 s unless it set one). Left running.", severity="warning", markup=False, timeout=10)  # fmt: skip
             return
         named = "; ".join(clip(neutralize(self._scrubber.text(c.command), keep_newlines=False), 120) for c in commands)
         question = ConfirmCancel(f"End the running call `{named}`? Its processes are ended, OpenCode's tool returns "
