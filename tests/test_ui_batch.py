@@ -63,6 +63,12 @@ async def test_the_grid_follows_cancels_and_becomes_the_fleet_table(tmp_path, st
         await pilot.press("enter")  # follow the first episode's timeline
         assert isinstance(app.screen, EpisodeScreen) and app.screen.follow
         assert app.screen.path == grid.batch.runs[0].trace_path
+        timeline = app.screen
+        await pilot.press("K")  # a batch's episode is live too: K names its hung call and asks
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCancel), 30)
+        assert f"sleep 300 && echo {marker}" in app.screen.question
+        await pilot.press("n")  # let it run
+        await wait_for(pilot, lambda: app.screen is timeline, 5)
         for _ in range(4):
             if app.screen is grid:
                 break

@@ -131,6 +131,10 @@ class Episode:
         if interrupt is not None:
             interrupt.set()  # a remote wait on the agent returns now instead of at its next poll
 
+    def scrub(self, text: str) -> str:
+        """``text`` with the episode's secrets masked (its key, its capture session), to show it."""
+        return self._scrubber.text(text)
+
     def cancel_running_calls(self) -> list:
         """End the shell-tool commands the agent is running now (a hung call): OpenCode's tool
         returns with the signal's exit status and the agent goes on. Each is recorded in

@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Footer
 
 from smoldata_tui.session.batch import Batch, BatchPlan, EpisodeRun
 from smoldata_tui.trace.text import clip, neutralize
+from smoldata_tui.ui.screens.end_call import ask_to_end_call, running_commands
 from smoldata_tui.ui.screens.live import ConfirmCancel, ask_then
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 
@@ -196,7 +197,12 @@ class BatchScreen(Screen[None]):
         if run is None or run.trace_path is None:
             self.app.bell()
             return
-        self.app.open_episode(run.trace_path, follow=run.outcome.state != "ended", from_picker=True)
+        live = run.outcome.state != "ended"
+        screen = self.app.open_episode(run.trace_path, follow=live, from_picker=True)
+        if live:  # K and the running-call row, as on a single run's timeline (the episode read when asked)
+            screen.process_probe = lambda: running_commands(run.episode)
+            screen.call_ender = lambda: self.run_worker(lambda: ask_to_end_call(self.app, run.episode), thread=True,
+                                                        group="end-call", exclusive=True)  # fmt: skip
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()  # the table takes Enter for itself: it means "follow this episode" here

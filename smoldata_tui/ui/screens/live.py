@@ -27,6 +27,7 @@ from smoldata_tui.masking import SecretScrubber
 from smoldata_tui.trace.number_format import format_duration
 from smoldata_tui.trace.text import clip, neutralize
 from smoldata_tui.ui.screens.confirm import ConfirmCancel, ask_then  # batch and fork_launch take them from here
+from smoldata_tui.ui.screens.end_call import ask_to_end_call, running_commands
 from smoldata_tui.ui.screens.quit_or_back import QUIT_OR_BACK, QuitOrBack
 from smoldata_tui.ui.theme_text import ThemedStatic, themed
 
@@ -253,12 +254,7 @@ class LiveScreen(QuitOrBack, Screen[None]):
 
     def _running_commands(self) -> list:
         """The shell-tool commands running in the sandbox now (called from a worker thread)."""
-        from smoldata_tui.session.sandbox_processes import probe_sandbox
-
-        if not self.running:
-            return []
-        # The episode keeps its sandbox private; it is only read here, never acted on.
-        return probe_sandbox(getattr(self.episode, "_sandbox", None))
+        return running_commands(self.episode if self.running else None)
 
     def _find_follower(self, timeline) -> None:
         from smoldata_tui.ui.trace_follower import TraceFollower
@@ -288,30 +284,7 @@ class LiveScreen(QuitOrBack, Screen[None]):
     def action_end_call(self) -> None:
         """Ask, naming the command, then end the shell-tool command the agent is running now: a
         hung call. OpenCode's tool returns with the signal's status and the agent goes on."""
-        running = self._running_commands()
-        commands = [command for command in running if command.in_shell]
-        if not running:
-            self.app.call_from_thread(self.app.notify, "no tool call is running now", severity="warning", markup=False)
-            return
-        if not commands:
-            alone = "; ".join(clip(neutralize(self._scrubber.text(c.command), keep_newlines=False), 80) for c in running)
-            self.app.call_from_thread(
-                self.app.notify, f"`{alone}` runs without a shell (bash ran it in its own place): OpenCode 1.18.31 "
-                "notices only a shell that exits, so ending it would not make its tool return before the call's own "
-                "timeout (120 s unless it set one). Left running.", severity="warning", markup=False, timeout=10)  # fmt: skip
-            return
-        named = "; ".join(clip(neutralize(self._scrubber.text(c.command), keep_newlines=False), 120) for c in commands)
-        question = ConfirmCancel(f"End the running call `{named}`? Its processes are ended, OpenCode's tool returns "
-                                 "and the agent goes on; the episode records it.",
-                                 yes="End the call (y)", no="Let it run (n)")  # fmt: skip
-        self.app.call_from_thread(ask_then, self.app, question, self._end_calls_now)
-
-    @work(thread=True, group="end-call")
-    def _end_calls_now(self) -> None:
-        ended = self.episode.cancel_running_calls()
-        said = ("ended: " + "; ".join(clip(self._scrubber.text(c.command), 80) for c in ended)) if ended else \
-            "the call had already ended"  # fmt: skip
-        self.app.call_from_thread(self.app.notify, neutralize(said, keep_newlines=False), markup=False)
+        ask_to_end_call(self.app, self.episode if self.running else None)
 
     def q_quits(self) -> bool:
         return not self.back_on_quit
