@@ -161,5 +161,5 @@ def test_the_groups_table_tells_a_crash_from_a_rejection(tmp_path, cli):
                                 ("sales", 2, 1.0, _trace(RIGHT, repeat_id=True))])  # fmt: skip
     table = cli("check", "--groups", str(tmp_path / "batch"))
     assert table.returncode == 1, table.stderr  # a trace is rejected, another would crash the wrapper
-    assert "wrapper would crash on attempt 1" in table.stdout
-    assert "wrapper rejects attempt 2 (None)" in table.stdout
+    assert "wrapper would crash on attempt 1 [sales-1]" in table.stdout  # each named by its folder
+    assert "wrapper rejects attempt 2 [sales-2] (None)" in table.stdout

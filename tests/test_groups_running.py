@@ -50,7 +50,9 @@ def test_a_running_attempt_keeps_its_place_and_is_running_not_rejected(tmp_path,
         assert group.rewards == [None, None, None] and group.failing == [1]
         assert rewards_text(group) == "… · …"
         said = flags(group)
-        assert "attempt 0, 2 running" in said and "wrapper rejects attempt 1 (None)" in said, said
+        # attempts count from 0 and a batch's folders from 1: each is named by its folder
+        assert "attempt 0 [sales-top-region-1], 2 [sales-top-region-3] running" in said, said
+        assert "wrapper rejects attempt 1 [sales-top-region-2] (None)" in said, said
     finally:
         batch.cancel_all("test over")
         runner.join(180)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 import orjson
 
@@ -208,14 +209,25 @@ def flags(group: Group) -> list[str]:
     rejected = [index for index in group.rejected if not group.attempts[index].crashed]
     crashed = [index for index in group.rejected if group.attempts[index].crashed]
     if rejected:
-        found.append(f"wrapper rejects attempt {', '.join(map(str, rejected))} (None)")
+        found.append(f"wrapper rejects attempt {_named(group, rejected)} (None)")
     if crashed:
-        found.append(f"wrapper would crash on attempt {', '.join(map(str, crashed))}")
+        found.append(f"wrapper would crash on attempt {_named(group, crashed)}")
     if group.running:
-        found.append(f"attempt {', '.join(map(str, group.running))} running")
+        found.append(f"attempt {_named(group, group.running)} running")
     if group.unreadable:
-        found.append(f"unreadable: attempt {', '.join(str(index) for index in group.unreadable)}")
+        found.append(f"unreadable: attempt {_named(group, group.unreadable)}")
     return found
+
+
+def _named(group: Group, indexes: list[int]) -> str:
+    """``2 [sales-top-region-3]``: attempts count from 0, a batch's folders from 1, so each is named."""
+    return ", ".join(f"{index} [{episode_name(group.attempts[index].path)}]" for index in indexes)
+
+
+def episode_name(path: str) -> str:
+    """An episode folder's name for its ``run.jsonl``, else the trace file's name."""
+    trace = PurePath(path)
+    return trace.parent.name if trace.name == "run.jsonl" and trace.parent.name else trace.name
 
 
 def by_signal(groups: list[Group]) -> list[Group]:
