@@ -69,7 +69,7 @@ async def test_rows_header_sort_filter_open_and_back_to_the_same_row(tmp_path):
         lines = screen_lines(app)
         header = "\n".join(lines[:4])
         assert "4 episodes" in header and "accepted by the wrapper 50.0% (2)" in header
-        assert "rejected 1" in header and "crashes 1" in header and "pass rate 100.0% (1/1)" in header
+        assert "rejected 1" in header and "crashes 1" in header and "pass rate 100.0% (1/1 graded)" in header
         assert "1\u00d7 KeyError: 'callID'" in header
         row = next(line for line in lines if "clean_pass.jsonl" in line)
         for cell in ("sales-top-region", "m1", "2026-01-02 03:04", "finished", "reward 1", "\u2713 3"):

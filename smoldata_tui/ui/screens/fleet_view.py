@@ -239,7 +239,7 @@ def header_lines(totals: FleetTotals, *, shown: int, width: int) -> list[Text]:
             first.append(f" · unreadable {totals.unreadable:,}", "bold $error")
         rate = totals.pass_rate
         first.append(
-            f" · pass rate {100 * rate:.1f}% ({totals.passed:,}/{totals.graded:,})" if rate is not None else " · no grades",
+            f" · pass rate {100 * rate:.1f}% ({totals.passed:,}/{totals.graded:,} graded)" if rate is not None else " · no grades",
             "$accent",
         )
         first.append(f" · tokens {human(totals.tokens)} · cost ${totals.cost:,.2f}")
