@@ -4,20 +4,18 @@ app via Pilot."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from smoldata_tui.sandbox.processes import start_time
 from smoldata_tui.store.metadata import EpisodeMetadata
 from smoldata_tui.store.metadata_writer import save_metadata
-from smoldata_tui.store.owner import owner_record
 from smoldata_tui.ui.apps.live import LiveApp
 from smoldata_tui.ui.screens.fleet import FleetScreen
 from smoldata_tui.ui.screens.home import HomeScreen
 
 from .conftest import ROOT
+from .test_interrupted_runs import _dead_owner
 from .test_ui_live import wait_for
 
 CLEAN = ROOT / "sample_traces" / "clean_pass.jsonl"
@@ -26,15 +24,6 @@ CLEAN = ROOT / "sample_traces" / "clean_pass.jsonl"
 @pytest.fixture(autouse=True)
 def cache_home(tmp_path, monkeypatch):  # the fleet table's cache, not the user's
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-
-
-def _dead_owner() -> dict:
-    """The owner record of a process that has ended."""
-    child = subprocess.Popen(["sleep", "30"])
-    record = {**owner_record(), "pid": child.pid, "start_time": start_time(child.pid)}
-    child.kill()
-    child.wait()
-    return record
 
 
 def save_episode(folder: Path, *, status: str = "finished", owner: dict | None = None) -> Path:
