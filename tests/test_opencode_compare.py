@@ -151,7 +151,7 @@ def test_a_side_that_cannot_run_is_reported_in_its_row_and_exits_1(tmp_path):
 
 
 def test_where_a_text_part_settles_among_a_steps_calls_is_not_an_order_change():
-    """Replayed under load, one recording on 1.18.31 gave `text tool_use` once and `tool_use text` once
+    """One recording on 1.18.33 gave `text tool_use` when recorded and `tool_use text` replayed under load
     (OpenCode writes a text part when it settles, racing the call): that is timing, not a version's
     behaviour. A call more, or a text part fewer, still is one."""
     from smoldata_tui.training.trace_shape import _order_changes

@@ -139,8 +139,9 @@ def offered_tool_names(requests: list[dict]) -> list[str]:
 
 
 # OpenCode writes a text or reasoning part when it settles, which races a tool call finishing: the
-# same recording on 1.18.31, replayed under load, gave `text tool_use` and `tool_use text` for one
-# step. Their place among a step's calls is timing, not a version's behaviour; their count is compared.
+# same recording on 1.18.33 gave `text tool_use` for one step when recorded and `tool_use text`
+# when replayed under load. Their place among a step's calls is timing, not a version's behaviour;
+# their count is compared.
 _PLACED_BY_TIMING = ("text", "reasoning")
 
 

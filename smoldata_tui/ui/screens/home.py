@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
-from smoldata_tui.fleet.index import scan
+from smoldata_tui.fleet.listing import walk_traces
 from smoldata_tui.sandbox.daytona.settings import DaytonaCredentialsMissing, has_api_key
 from smoldata_tui.session.episode import EpisodeSpec
 from smoldata_tui.store.metadata import METADATA_SUFFIX, effective_status, sibling_path
@@ -41,7 +41,7 @@ def count_saved_episodes(runs: Path) -> tuple[int, int]:
     half a second for 10,000 episodes, so it runs off the UI thread."""
     if not runs.is_dir():
         return 0, 0
-    episodes = list(scan(runs))
+    episodes = [trace for trace in walk_traces(str(runs)) if trace.special is None]  # as fleet.index.scan lists them
     interrupted = sum(
         effective_status(load_metadata(sibling_path(episode.path, METADATA_SUFFIX))) == "interrupted"
         for episode in episodes
